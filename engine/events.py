@@ -1,0 +1,63 @@
+"""What the loop yields besides messages: request starts, trace events and its end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from engine.state import Terminal, Transition
+
+__all__ = ["LoopEnd", "RequestStart", "ToolOutcome", "TraceEvent", "TraceKind"]
+
+
+class TraceKind(StrEnum):
+    PASS = "pass"
+    MODEL_CALL = "model_call"
+    TOOL_BATCH = "tool_batch"
+    TOOL_CALL = "tool_call"
+    TERMINAL = "terminal"
+
+
+class ToolOutcome(StrEnum):
+    SUCCESS = "success"
+    ERROR = "error"
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_INPUT = "invalid_input"
+    PERMISSION_DENIED = "permission_denied"
+    HOOK_DENIED = "hook_denied"
+    INTERRUPTED = "interrupted"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStart:
+    """``stream_request_start``: a pass is about to shape context and call the model."""
+
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One fact about what the loop did, for the harness; never sent to the API or recorded
+    in the transcript."""
+
+    kind: TraceKind
+    turn: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "turn": self.turn, **self.data}
+
+    @classmethod
+    def pass_start(cls, turn: int, transition: Transition | None) -> TraceEvent:
+        return cls(TraceKind.PASS, turn, {"transition": transition.value if transition else None})
+
+
+@dataclass(frozen=True, slots=True)
+class LoopEnd:
+    """The loop's last event: why it stopped (an async generator cannot return a value)."""
+
+    terminal: Terminal
+    turn_count: int
+    error: str | None = None

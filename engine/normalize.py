@@ -1,0 +1,141 @@
+"""``normalize_messages_for_api``: the loop's envelopes → the ``messages`` the API accepts.
+
+The API's iron rule is that every ``tool_use`` is answered by a ``tool_result`` with its id in
+the very next user message. Everything here exists to send a valid request whatever the history
+went through (aborts, partial streams, dropped results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from engine.messages import MISSING_TOOL_RESULT, AssistantMessage, Message, UserMessage, tool_result_block
+
+__all__ = ["normalize_messages_for_api"]
+
+JsonDict = dict[str, Any]
+_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
+
+
+def normalize_messages_for_api(messages: Sequence[Message]) -> list[JsonDict]:
+    """The API view of ``messages``: only user and assistant turns, one response per assistant
+    message, consecutive user content merged, tool_use/tool_result pairing repaired, and
+    thinking-only, whitespace-only and trailing-thinking content removed."""
+    api: list[JsonDict] = []
+    for message in _visible(messages):
+        role = message.message["role"]
+        content = _as_blocks(message.message["content"])
+        if api and api[-1]["role"] == role and (role == "user" or _same_response(api[-1], message)):
+            api[-1]["content"].extend(content)
+        else:
+            entry: JsonDict = {"role": role, "content": list(content)}
+            if role == "assistant":
+                entry["_id"] = message.message.get("id")
+            api.append(entry)
+    api = [m for m in api if m["role"] == "user" or _has_substance(m["content"])]
+    api = _merge_adjacent(api)
+    if api and api[-1]["role"] == "assistant":
+        _strip_trailing_thinking(api[-1])
+    api = _repair_pairing(api)
+    for entry in api:
+        entry.pop("_id", None)
+        if entry["role"] == "user":
+            entry["content"] = _tool_results_first(entry["content"])
+    return api
+
+
+def _visible(messages: Iterable[Message]) -> Iterable[UserMessage | AssistantMessage]:
+    for message in messages:
+        if isinstance(message, UserMessage):
+            yield message
+        elif isinstance(message, AssistantMessage) and not message.is_api_error_message:
+            yield message
+
+
+def _as_blocks(content: str | list[JsonDict]) -> list[JsonDict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def _same_response(entry: JsonDict, message: AssistantMessage) -> bool:
+    # The stream yields one message per content block; blocks of one response share its id.
+    return entry.get("_id") is not None and entry["_id"] == message.message.get("id")
+
+
+def _has_substance(blocks: list[JsonDict]) -> bool:
+    """False for thinking-only or whitespace-only assistant content."""
+    for block in blocks:
+        kind = block.get("type")
+        if kind in _THINKING_TYPES:
+            continue
+        if kind == "text" and not block.get("text", "").strip():
+            continue
+        return True
+    return False
+
+
+def _merge_adjacent(api: list[JsonDict]) -> list[JsonDict]:
+    merged: list[JsonDict] = []
+    for entry in api:
+        if merged and merged[-1]["role"] == entry["role"]:
+            merged[-1]["content"].extend(entry["content"])
+        else:
+            merged.append(entry)
+    return merged
+
+
+def _strip_trailing_thinking(entry: JsonDict) -> None:
+    content = entry["content"]
+    while content and content[-1].get("type") in _THINKING_TYPES:
+        content.pop()
+
+
+def _repair_pairing(api: list[JsonDict]) -> list[JsonDict]:
+    """Answer every unanswered tool_use with an error result; drop results with no tool_use."""
+    repaired: list[JsonDict] = []
+    for index, entry in enumerate(api):
+        if entry["role"] == "user":
+            previous = repaired[-1] if repaired else None
+            expected = _tool_use_ids(previous) if previous and previous["role"] == "assistant" else set()
+            entry["content"] = [
+                b for b in entry["content"] if b.get("type") != "tool_result" or b.get("tool_use_id") in expected
+            ]
+            if not entry["content"]:
+                continue
+            if repaired and repaired[-1]["role"] == "user":
+                repaired[-1]["content"].extend(entry["content"])
+                continue
+            repaired.append(entry)
+            continue
+        repaired.append(entry)
+        ids = _tool_use_ids(entry)
+        if not ids:
+            continue
+        following = api[index + 1] if index + 1 < len(api) else None
+        answered = _tool_result_ids(following) if following and following["role"] == "user" else set()
+        missing = [
+            tool_result_block(block["id"], MISSING_TOOL_RESULT, is_error=True)
+            for block in entry["content"]
+            if block.get("type") == "tool_use" and block["id"] not in answered
+        ]
+        if missing:
+            repaired.append({"role": "user", "content": missing})
+    return repaired
+
+
+def _tool_use_ids(entry: JsonDict) -> set[str]:
+    return {b["id"] for b in entry["content"] if b.get("type") == "tool_use"}
+
+
+def _tool_result_ids(entry: JsonDict) -> set[str]:
+    return {b["tool_use_id"] for b in entry["content"] if b.get("type") == "tool_result"}
+
+
+def _tool_results_first(blocks: list[JsonDict]) -> list[JsonDict]:
+    # The API wants a user message's tool_result blocks before any other content.
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if not results or len(results) == len(blocks):
+        return blocks
+    return results + [b for b in blocks if b.get("type") != "tool_result"]

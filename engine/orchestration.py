@@ -1,0 +1,379 @@
+"""Running the tools a model asked for (DESIGN §3.4).
+
+Consecutive concurrency-safe calls run together (up to a limit); an unsafe call runs alone.
+The ``StreamingToolExecutor`` starts each call as soon as its tool_use block is complete, while
+the model is still streaming, and hands results back in tool_use order whatever order they
+finish in. ``run_tools`` is the same executor fed all calls at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import jsonschema
+
+from engine.abort import AbortController, AbortedError
+from engine.deps import QueryDeps
+from engine.events import ToolOutcome
+from engine.hooks import HookEvent, HookInput, Hooks, run_tool_hooks
+from engine.messages import AssistantMessage, UserMessage, tool_result_block
+from engine.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolError, ToolUseContext
+from engine.tools.result_storage import apply_result_size_limit, empty_result_text
+
+__all__ = [
+    "INTERRUPTED_TOOL_RESULT",
+    "PermissionDenial",
+    "StreamingToolExecutor",
+    "ToolBatch",
+    "ToolRun",
+    "ToolRunContext",
+    "partition_tool_calls",
+    "run_tools",
+]
+
+JsonDict = dict[str, Any]
+PermissionCallback = Callable[[Tool, JsonDict, PermissionDecision], Awaitable[PermissionDecision]]
+
+INTERRUPTED_TOOL_RESULT = "Interrupted by user"
+
+
+@dataclass(frozen=True)
+class PermissionDenial:
+    """A tool call the session refused, kept on the session for its result."""
+
+    tool_name: str
+    tool_use_id: str
+    tool_input: JsonDict
+    reason: str
+
+
+@dataclass(kw_only=True)
+class ToolRunContext:
+    """What running a tool call needs from the session."""
+
+    tools: Mapping[str, Tool]
+    tool_ctx: ToolUseContext
+    deps: QueryDeps
+    can_use_tool: PermissionCallback
+    hooks: Hooks = field(default_factory=Hooks)
+    denials: list[PermissionDenial] = field(default_factory=list)
+    max_concurrency: int = 10
+
+    @property
+    def abort(self) -> AbortController:
+        return self.tool_ctx.abort
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolRun:
+    """The outcome of one tool call: the user message carrying its tool_result, and facts for
+    the trace."""
+
+    tool_use_id: str
+    tool_name: str
+    outcome: ToolOutcome
+    message: UserMessage
+    prevent_continuation: bool = False
+    stop_reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolBatch:
+    """Tool calls that run together (``concurrent``) or one unsafe call alone."""
+
+    concurrent: bool
+    blocks: tuple[JsonDict, ...]
+
+
+def partition_tool_calls(blocks: Sequence[JsonDict], tools: Mapping[str, Tool]) -> list[ToolBatch]:
+    """Consecutive concurrency-safe calls form one batch; each unsafe call is a batch alone."""
+    batches: list[ToolBatch] = []
+    for block in blocks:
+        safe = _is_concurrency_safe(block, tools)
+        if safe and batches and batches[-1].concurrent:
+            batches[-1] = ToolBatch(True, (*batches[-1].blocks, block))
+        else:
+            batches.append(ToolBatch(safe, (block,)))
+    return batches
+
+
+def _is_concurrency_safe(block: JsonDict, tools: Mapping[str, Tool]) -> bool:
+    tool = tools.get(block["name"])
+    if tool is None or _validation_error(tool, block["input"]) is not None:
+        return False
+    try:
+        return bool(tool.is_concurrency_safe(block["input"]))
+    except Exception:  # noqa: BLE001 - a tool that cannot tell is treated as unsafe
+        return False
+
+
+_VALIDATORS: dict[int, Any] = {}
+
+
+def _validation_error(tool: Tool, tool_input: Any) -> str | None:
+    validator = _VALIDATORS.get(id(tool))
+    if validator is None or validator.schema is not tool.input_schema:
+        validator = jsonschema.Draft202012Validator(tool.input_schema)
+        _VALIDATORS[id(tool)] = validator
+    error = jsonschema.exceptions.best_match(validator.iter_errors(tool_input))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message}" + (f" (at {where})" if where else "")
+
+
+class _Status(StrEnum):
+    QUEUED = "queued"
+    EXECUTING = "executing"
+    COMPLETED = "completed"
+
+
+@dataclass(eq=False)
+class _Entry:
+    block: JsonDict
+    assistant: AssistantMessage
+    concurrency_safe: bool
+    done: asyncio.Future[ToolRun]
+    status: _Status = _Status.QUEUED
+    task: asyncio.Task[None] | None = None
+
+
+class StreamingToolExecutor:
+    """Runs tool calls as they arrive, concurrency rules permitting; results come back in the
+    order the calls were added."""
+
+    def __init__(self, rctx: ToolRunContext) -> None:
+        self._rctx = rctx
+        self._entries: list[_Entry] = []
+        self._discarded: str | None = None
+        # Concurrent siblings share an abort: a failing Bash call cancels the others.
+        self._siblings = AbortController()
+
+    def add_tool(self, block: JsonDict, assistant: AssistantMessage) -> None:
+        """Queue a complete tool_use block and start it if nothing unsafe is in the way."""
+        loop = asyncio.get_running_loop()
+        entry = _Entry(block, assistant, _is_concurrency_safe(block, self._rctx.tools), loop.create_future())
+        self._entries.append(entry)
+        if self._discarded is not None:
+            self._finish(entry, self._synthetic(entry, self._discarded, ToolOutcome.CANCELLED))
+            return
+        self._process_queue()
+
+    @property
+    def blocks(self) -> list[JsonDict]:
+        return [entry.block for entry in self._entries]
+
+    async def results(self) -> AsyncIterator[ToolRun]:
+        """Every call's result, in the order the calls were added, once each is done."""
+        for entry in self._entries:
+            yield await entry.done
+
+    def discard(self, reason: str, *, outcome: ToolOutcome = ToolOutcome.CANCELLED) -> None:
+        """Stop queued calls and answer running ones with a synthetic error (``reason``);
+        calls that already finished keep their real results."""
+        self._discarded = reason
+        for entry in self._entries:
+            if entry.status is _Status.COMPLETED:
+                continue
+            if entry.task is not None:
+                entry.task.cancel()
+            self._finish(entry, self._synthetic(entry, reason, outcome))
+
+    @property
+    def running(self) -> bool:
+        return any(e.status is _Status.EXECUTING for e in self._entries)
+
+    def _can_start(self, entry: _Entry) -> bool:
+        executing = [e for e in self._entries if e.status is _Status.EXECUTING]
+        if not executing:
+            return True
+        if len(executing) >= self._rctx.max_concurrency:
+            return False
+        return entry.concurrency_safe and all(e.concurrency_safe for e in executing)
+
+    def _process_queue(self) -> None:
+        for entry in self._entries:
+            if entry.status is not _Status.QUEUED:
+                continue
+            if not self._can_start(entry):
+                break  # later calls wait: no call overtakes one queued before it
+            self._start(entry)
+
+    def _start(self, entry: _Entry) -> None:
+        if not entry.concurrency_safe or not any(e.status is _Status.EXECUTING for e in self._entries):
+            self._siblings = AbortController()  # a new batch: no siblings yet
+        entry.status = _Status.EXECUTING
+        siblings = self._siblings
+
+        async def run() -> None:
+            result = await run_tool_use(entry.block, entry.assistant, self._rctx, siblings=siblings)
+            if result.outcome is ToolOutcome.ERROR and entry.block["name"] == "Bash" and entry.concurrency_safe:
+                siblings.abort(f"Cancelled: parallel tool call Bash({entry.block['id']}) errored")
+            self._finish(entry, result)
+
+        entry.task = asyncio.get_running_loop().create_task(run())
+
+    def _finish(self, entry: _Entry, result: ToolRun) -> None:
+        if entry.done.done():
+            return
+        entry.status = _Status.COMPLETED
+        entry.done.set_result(result)
+        if self._discarded is None:
+            self._process_queue()
+
+    def _synthetic(self, entry: _Entry, text: str, outcome: ToolOutcome) -> ToolRun:
+        return synthetic_tool_run(entry.block, entry.assistant, self._rctx.deps, text, outcome)
+
+
+async def run_tools(
+    calls: Sequence[tuple[JsonDict, AssistantMessage]], rctx: ToolRunContext
+) -> AsyncIterator[ToolRun]:
+    """Run ``calls`` with the batching rules and yield their results in order."""
+    executor = StreamingToolExecutor(rctx)
+    for block, assistant in calls:
+        executor.add_tool(block, assistant)
+    async for run in executor.results():
+        yield run
+
+
+def synthetic_tool_run(
+    block: JsonDict, assistant: AssistantMessage, deps: QueryDeps, text: str, outcome: ToolOutcome
+) -> ToolRun:
+    """An error result for a call that did not (or could not) run to the end."""
+    return ToolRun(
+        tool_use_id=block["id"],
+        tool_name=block["name"],
+        outcome=outcome,
+        message=_result_message(deps, block, assistant, text, is_error=True),
+    )
+
+
+def _result_message(
+    deps: QueryDeps,
+    block: JsonDict,
+    assistant: AssistantMessage,
+    content: str | list[JsonDict],
+    *,
+    is_error: bool,
+    observed: Any = None,
+) -> UserMessage:
+    return UserMessage.create(
+        deps,
+        [tool_result_block(block["id"], content, is_error=is_error)],
+        tool_use_result=observed if observed is not None else content,
+        source_tool_assistant_uuid=assistant.uuid,
+    )
+
+
+async def run_tool_use(
+    block: JsonDict, assistant: AssistantMessage, rctx: ToolRunContext, *, siblings: AbortController
+) -> ToolRun:
+    """One tool call through the whole pipeline: lookup, validation, hooks, permissions, the
+    call itself (abortable), size limits. Never raises: every failure is an error result."""
+    deps = rctx.deps
+
+    def fail(text: str, outcome: ToolOutcome, **extra: Any) -> ToolRun:
+        return ToolRun(
+            tool_use_id=block["id"],
+            tool_name=block["name"],
+            outcome=outcome,
+            message=_result_message(deps, block, assistant, text, is_error=True),
+            **extra,
+        )
+
+    tool = rctx.tools.get(block["name"])
+    if tool is None:
+        return fail(f"No such tool available: {block['name']}", ToolOutcome.UNKNOWN_TOOL)
+    problem = _validation_error(tool, block["input"])
+    if problem is not None:
+        return fail(f"InputValidationError: {problem}", ToolOutcome.INVALID_INPUT)
+    if rctx.abort.aborted:
+        return fail(INTERRUPTED_TOOL_RESULT, ToolOutcome.INTERRUPTED)
+
+    observed = _observable(tool, block["input"], rctx.tool_ctx)
+    pre = await run_tool_hooks(
+        rctx.hooks.pre_tool_use,
+        HookInput(event=HookEvent.PRE_TOOL_USE, tool_name=tool.name, tool_use_id=block["id"], tool_input=observed),
+    )
+    stop = {"prevent_continuation": pre.prevent_continuation, "stop_reason": pre.stop_reason}
+    if pre.denied:
+        return fail(f"Hook denied this tool call: {pre.reason}", ToolOutcome.HOOK_DENIED, **stop)
+    # A hook may rewrite what the tool runs with; the recorded tool_use block never changes.
+    run_input = pre.updated_input if pre.updated_input is not None else block["input"]
+    if pre.updated_input is not None:
+        problem = _validation_error(tool, run_input)
+        if problem is not None:
+            return fail(f"InputValidationError (input rewritten by hook): {problem}", ToolOutcome.INVALID_INPUT, **stop)
+        observed = _observable(tool, run_input, rctx.tool_ctx)
+
+    decision = await _decide_permission(tool, observed, rctx)
+    if decision.behavior is not PermissionBehavior.ALLOW:
+        reason = decision.reason or f"Permission to use {tool.name} was denied."
+        rctx.denials.append(PermissionDenial(tool.name, block["id"], observed, reason))
+        return fail(reason, ToolOutcome.PERMISSION_DENIED, **stop)
+
+    try:
+        result = await rctx.abort.run(siblings.run(tool.call(run_input, rctx.tool_ctx)))
+        content, is_error = result.content, result.is_error
+        outcome = ToolOutcome.ERROR if is_error else ToolOutcome.SUCCESS
+    except AbortedError:
+        if rctx.abort.aborted:
+            return fail(INTERRUPTED_TOOL_RESULT, ToolOutcome.INTERRUPTED, **stop)
+        return fail(siblings.reason or "Cancelled", ToolOutcome.CANCELLED, **stop)
+    except ToolError as exc:
+        content, is_error, outcome = str(exc), True, ToolOutcome.ERROR
+    except Exception as exc:  # noqa: BLE001 - a tool's bug becomes an error result, not a crash
+        content, is_error, outcome = f"Error: {type(exc).__name__}: {exc}", True, ToolOutcome.ERROR
+
+    content = _shape_content(tool, block["id"], content, rctx.tool_ctx)
+    post = await run_tool_hooks(
+        rctx.hooks.post_tool_use,
+        HookInput(
+            event=HookEvent.POST_TOOL_USE,
+            tool_name=tool.name,
+            tool_use_id=block["id"],
+            tool_input=observed,
+            tool_response=content if isinstance(content, str) else None,
+            is_error=is_error,
+        ),
+    )
+    return ToolRun(
+        tool_use_id=block["id"],
+        tool_name=tool.name,
+        outcome=outcome,
+        message=_result_message(deps, block, assistant, content, is_error=is_error, observed=content),
+        prevent_continuation=pre.prevent_continuation or post.prevent_continuation,
+        stop_reason=post.stop_reason or pre.stop_reason,
+    )
+
+
+def _observable(tool: Tool, tool_input: JsonDict, ctx: ToolUseContext) -> JsonDict:
+    try:
+        return tool.observable_input(tool_input, ctx)
+    except Exception:  # noqa: BLE001 - backfill is a convenience for observers, never fatal
+        return dict(tool_input)
+
+
+async def _decide_permission(tool: Tool, observed: JsonDict, rctx: ToolRunContext) -> PermissionDecision:
+    try:
+        decision = await tool.check_permissions(observed, rctx.tool_ctx)
+    except ToolError as exc:
+        return PermissionDecision.deny(str(exc))
+    return await rctx.can_use_tool(tool, observed, decision)
+
+
+def _shape_content(
+    tool: Tool, tool_use_id: str, content: str | list[JsonDict], ctx: ToolUseContext
+) -> str | list[JsonDict]:
+    if isinstance(content, list):
+        return content
+    if not content.strip():
+        return empty_result_text(tool.name)
+    try:
+        return apply_result_size_limit(tool, tool_use_id, content, ctx)
+    except (ToolError, OSError) as exc:
+        return f"{content[:2_000]}\n... (the full output could not be saved: {exc})"

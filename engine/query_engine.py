@@ -1,0 +1,244 @@
+"""``QueryEngine``: one conversation around ``query_loop`` (DESIGN §3.1).
+
+It owns the history across turns (``mutable_messages``), the transcript, usage, permission
+denials and the abort controller. ``submit_message`` writes the user's message to the
+transcript before the model is called, drives the loop to its end, and yields one
+``QueryResult`` last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from engine.abort import AbortController
+from engine.cost import cost_usd
+from engine.deps import QueryDeps
+from engine.events import LoopEnd, RequestStart, TraceEvent, TraceKind
+from engine.hooks import Hooks
+from engine.loop import LoopParams, query
+from engine.messages import AssistantMessage, Message, ProgressMessage, SystemMessage, SystemSubtype, UserMessage
+from engine.model import StreamEvent
+from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunContext
+from engine.settings import EngineSettings
+from engine.state import Terminal
+from engine.tools import default_tools
+from engine.tools.base import Tool, ToolUseContext
+from engine.tools.permissions import allow_all
+from engine.transcript import TranscriptWriter
+
+__all__ = ["EngineOutput", "QueryEngine", "QueryResult", "ResultSubtype"]
+
+JsonDict = dict[str, Any]
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class ResultSubtype(StrEnum):
+    SUCCESS = "success"
+    ERROR_MAX_TURNS = "error_max_turns"
+    ERROR_DURING_EXECUTION = "error_during_execution"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryResult:
+    """The last thing ``submit_message`` yields: how the turn ended and what it cost."""
+
+    type: str = "result"
+    subtype: ResultSubtype
+    result: str
+    usage: dict[str, int]
+    num_turns: int
+    duration_ms: int
+    total_cost_usd: float
+    terminal_reason: Terminal
+    is_error: bool
+    session_id: str
+    permission_denials: tuple[PermissionDenial, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "type": self.type,
+            "subtype": self.subtype.value,
+            "result": self.result,
+            "usage": dict(self.usage),
+            "num_turns": self.num_turns,
+            "duration_ms": self.duration_ms,
+            "total_cost_usd": self.total_cost_usd,
+            "terminal_reason": self.terminal_reason.value,
+            "is_error": self.is_error,
+            "session_id": self.session_id,
+            "permission_denials": [d.__dict__ for d in self.permission_denials],
+        }
+
+
+EngineOutput = Message | TraceEvent | StreamEvent | QueryResult
+
+
+class QueryEngine:
+    """One conversation: submit prompts, get messages, trace events and a result per prompt."""
+
+    def __init__(
+        self,
+        *,
+        deps: QueryDeps,
+        workspace: Path,
+        session_dir: Path,
+        settings: EngineSettings | None = None,
+        tools: Sequence[Tool] | None = None,
+        can_use_tool: PermissionCallback = allow_all,
+        hooks: Hooks | None = None,
+        transcript_path: Path | None = None,
+        session_id: str | None = None,
+        include_stream_events: bool = False,
+    ) -> None:
+        self.deps = deps
+        self.settings = settings or EngineSettings()
+        self.workspace = workspace
+        self.session_id = session_id or deps.uuid()
+        self.tools = {tool.name: tool for tool in (tools if tools is not None else default_tools())}
+        self.abort_controller = AbortController()
+        self.mutable_messages: list[Message] = []
+        self.permission_denials: list[PermissionDenial] = []
+        self.total_usage: dict[str, int] = dict.fromkeys(_USAGE_KEYS, 0)
+        self.trace: list[TraceEvent] = []
+        self.include_stream_events = include_stream_events
+        self.tool_context = ToolUseContext(
+            workspace_root=workspace,
+            session_dir=session_dir,
+            abort=self.abort_controller,
+            bash_timeout_s=self.settings.bash_timeout_s,
+            bash_max_output_chars=self.settings.bash_max_output_chars,
+        )
+        self._can_use_tool = can_use_tool
+        self._hooks = hooks or Hooks()
+        self.transcript = TranscriptWriter(transcript_path or session_dir / "transcript.jsonl")
+        self._last_recorded_uuid: str | None = None
+
+    @property
+    def read_file_state(self) -> dict[str, float]:
+        return self.tool_context.read_file_state
+
+    def abort(self, reason: str = "user") -> None:
+        """Interrupt the running turn (streaming or tools); the loop answers what is open."""
+        self.abort_controller.abort(reason)
+
+    async def submit_message(self, prompt: str | list[JsonDict]) -> AsyncIterator[EngineOutput]:
+        """Run one user turn to its end. Yields the user message, what the loop produces, and
+        one ``QueryResult`` last."""
+        if self.abort_controller.aborted:
+            # A new turn starts with a fresh controller; the tools share it through the context.
+            self.abort_controller = AbortController()
+            self.tool_context.abort = self.abort_controller
+        started = self.deps.clock()
+        user = UserMessage.create(self.deps, prompt)
+        self._record(user)
+        self.transcript.flush()  # durable before the model is called: a crash leaves a resumable session
+        self.mutable_messages.append(user)
+        yield user
+
+        usage: dict[str, int] = dict.fromkeys(_USAGE_KEYS, 0)
+        end: LoopEnd | None = None
+        last_response: list[AssistantMessage] = []
+        params = LoopParams(
+            deps=self.deps,
+            settings=self.settings,
+            tools=self.tools,
+            rctx=ToolRunContext(
+                tools=self.tools,
+                tool_ctx=self.tool_context,
+                deps=self.deps,
+                can_use_tool=self._can_use_tool,
+                hooks=self._hooks,
+                denials=self.permission_denials,
+                max_concurrency=self.settings.max_tool_concurrency,
+            ),
+        )
+        try:
+            async for item in query(list(self.mutable_messages), params):
+                if isinstance(item, StreamEvent):
+                    if self.include_stream_events:
+                        yield item
+                elif isinstance(item, RequestStart):
+                    self.transcript.flush()
+                elif isinstance(item, TraceEvent):
+                    self.trace.append(item)
+                    if item.kind is TraceKind.MODEL_CALL:
+                        _add_usage(usage, item.data.get("usage") or {})
+                    yield item
+                elif isinstance(item, LoopEnd):
+                    end = item
+                else:
+                    self._accept(item)
+                    if isinstance(item, AssistantMessage) and not item.is_api_error_message:
+                        if not last_response or last_response[-1].message["id"] != item.message["id"]:
+                            last_response = []
+                        last_response.append(item)
+                    yield item
+        finally:
+            self.transcript.flush()
+        assert end is not None, "query_loop ended without a LoopEnd"
+        terminal_event = TraceEvent(TraceKind.TERMINAL, end.turn_count, {"reason": end.terminal.value})
+        self.trace.append(terminal_event)
+        yield terminal_event
+        _add_usage(self.total_usage, usage)
+        yield self._result(end, usage, last_response, started)
+
+    def _accept(self, message: Message) -> None:
+        """A message from the loop joins the history and the transcript (progress excepted)."""
+        if isinstance(message, ProgressMessage):
+            return
+        if isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
+            self.mutable_messages.clear()
+        self.mutable_messages.append(message)
+        self._record(message)
+
+    def _record(self, message: Message) -> None:
+        # The transcript is a chain: each message points at the one before it, a tool result
+        # at the assistant message that asked for it, a compact boundary at nothing.
+        if isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
+            message.parent_uuid = None
+        elif isinstance(message, UserMessage) and message.source_tool_assistant_uuid:
+            message.parent_uuid = message.source_tool_assistant_uuid
+        else:
+            message.parent_uuid = self._last_recorded_uuid
+        self._last_recorded_uuid = message.uuid
+        session_id, cwd = self.session_id, str(self.workspace)
+        self.transcript.enqueue(lambda: {**message.to_record(), "session_id": session_id, "cwd": cwd})
+
+    def _result(
+        self, end: LoopEnd, usage: dict[str, int], last_response: list[AssistantMessage], started: Any
+    ) -> QueryResult:
+        text = "".join(b.get("text", "") for m in last_response for b in m.content if b.get("type") == "text")
+        if end.terminal is Terminal.MAX_TURNS:
+            subtype = ResultSubtype.ERROR_MAX_TURNS
+        elif end.terminal is Terminal.COMPLETED and end.error is None:
+            subtype = ResultSubtype.SUCCESS
+        else:
+            subtype = ResultSubtype.ERROR_DURING_EXECUTION
+        elapsed = self.deps.clock() - started
+        return QueryResult(
+            subtype=subtype,
+            result=text if subtype is ResultSubtype.SUCCESS else (end.error or text),
+            usage=usage,
+            num_turns=end.turn_count,
+            duration_ms=int(elapsed.total_seconds() * 1000),
+            total_cost_usd=cost_usd(self.settings.model, usage),
+            terminal_reason=end.terminal,
+            is_error=subtype is not ResultSubtype.SUCCESS,
+            session_id=self.session_id,
+            permission_denials=tuple(self.permission_denials),
+        )
+
+    def close(self) -> None:
+        """Write what is queued and close the transcript."""
+        self.transcript.close()
+
+
+def _add_usage(total: dict[str, int], usage: JsonDict) -> None:
+    for key in _USAGE_KEYS:
+        value = usage.get(key)
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value

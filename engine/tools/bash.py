@@ -1,0 +1,199 @@
+"""The Bash tool: one ``bash -c`` command in the workspace, bounded in time and output."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import signal
+from collections.abc import Mapping
+
+from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
+
+__all__ = ["MAX_TIMEOUT_MS", "BashTool", "is_read_only_command", "scrubbed_environment"]
+
+MAX_TIMEOUT_MS = 600_000
+# Any variable whose name contains one of these is withheld from commands: the model should
+# never be able to print the session's credentials into a transcript or cassette.
+_SECRET_NAME_MARKERS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
+_READ_ONLY_COMMANDS = frozenset({"ls", "cat", "grep", "pwd", "echo", "head", "tail", "wc"})
+# Separators, pipes, redirections, backgrounding and substitutions: with any of these a command
+# is no longer "one simple read-only program", so it is not treated as concurrency-safe.
+_SHELL_CONTROL = re.compile(r"[;|&<>`\n\r]|\$\(")
+_READ_CHUNK = 65_536
+# After the command exits, how long a straggler holding the output pipe may keep us waiting.
+_DRAIN_GRACE_S = 1.0
+
+
+def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``environ`` without variables that look like credentials."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if not any(marker in name.upper() for marker in _SECRET_NAME_MARKERS)
+    }
+
+
+def is_read_only_command(command: str) -> bool:
+    """True for one simple invocation of a known read-only program (``ls``, ``cat``, ``grep``...)
+    with no shell control operators, redirections or substitutions."""
+    if _SHELL_CONTROL.search(command):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return bool(words) and words[0] in _READ_ONLY_COMMANDS
+
+
+class BashTool(Tool):
+    """Runs a shell command with the workspace as its working directory."""
+
+    name = "Bash"
+    description = (
+        "Runs a bash command (bash -c) with the workspace root as the working directory and "
+        "returns its combined stdout and stderr. Each call is a fresh shell: cd and variables do "
+        "not persist. timeout is in milliseconds (max 600000). Commands that need credentials "
+        "will not find them in the environment. Background processes are stopped when the "
+        "command ends."
+    )
+    input_schema: JsonDict = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "The command to run."},
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": MAX_TIMEOUT_MS,
+                "description": "Optional timeout in milliseconds (max 600000).",
+            },
+            "description": {
+                "type": "string",
+                "description": "A short description of what the command does.",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    is_read_only = False
+    max_result_size_chars = 30_000
+
+    def is_concurrency_safe(self, tool_input: JsonDict) -> bool:
+        """Only simple read-only commands may run alongside other tools."""
+        command = tool_input.get("command")
+        return isinstance(command, str) and is_read_only_command(command)
+
+    async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
+        """Every command is put to the session's permission policy."""
+        return PermissionDecision.ask(f"Bash wants to run: {tool_input['command']}")
+
+    async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
+        """Run the command; a non-zero exit or a timeout is an error result carrying the output."""
+        if ctx.abort.aborted:
+            raise ToolError("Interrupted by user")
+        timeout_s = _timeout_seconds(tool_input, ctx)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                tool_input["command"],
+                cwd=ctx.workspace_root,
+                env=scrubbed_environment(os.environ),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                # Its own process group, so a timeout or an abort can stop everything it started.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"Cannot start bash in the workspace: {exc.strerror or exc}.") from exc
+        output = _BoundedOutput(ctx.bash_max_output_chars)
+        assert process.stdout is not None
+        reader = asyncio.create_task(output.drain(process.stdout))
+        exited = asyncio.create_task(process.wait())
+        aborted = asyncio.create_task(ctx.abort.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {exited, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            aborted.cancel()
+            _kill_group(process)
+            await _settle(exited, reader)
+        if exited not in done:
+            if aborted in done:
+                raise ToolError("Interrupted by user")
+            timed_out = f"Command timed out after {timeout_s:g} seconds and was killed."
+            return ToolResult(_join(output.text(), timed_out), is_error=True)
+        code = exited.result()
+        if code != 0:
+            status = f"Exit code {code}" if code > 0 else f"Killed by signal {-code}"
+            return ToolResult(_join(output.text(), status), is_error=True)
+        return ToolResult(output.text())
+
+
+def _timeout_seconds(tool_input: JsonDict, ctx: ToolUseContext) -> float:
+    """The input's timeout (ms) if given, capped at ``MAX_TIMEOUT_MS``; else the session's."""
+    requested = tool_input.get("timeout")
+    if requested is None:
+        return ctx.bash_timeout_s
+    return min(float(requested), MAX_TIMEOUT_MS) / 1000
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the command's process group: the shell and whatever it left running."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        process.kill()
+
+
+async def _settle(exited: asyncio.Task[int], reader: asyncio.Task[None]) -> None:
+    """Reap the killed shell and finish reading its output. A process that left the group may
+    still hold the pipe open, so reading gets a short grace period and is then abandoned."""
+    await exited
+    try:
+        await asyncio.wait_for(asyncio.shield(reader), _DRAIN_GRACE_S)
+    except TimeoutError:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+
+
+def _join(output: str, status: str) -> str:
+    """Output followed by a status line."""
+    return f"{output}\n{status}" if output else status
+
+
+class _BoundedOutput:
+    """Collects a stream's bytes up to a bound, remembering whether anything was dropped."""
+
+    def __init__(self, max_chars: int) -> None:
+        self._max_chars = max_chars
+        # UTF-8 needs at most four bytes a character, so this many bytes always cover max_chars.
+        self._max_bytes = max_chars * 4
+        self._chunks: list[bytes] = []
+        self._kept = 0
+        self._dropped = False
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        """Read ``stream`` to its end, keeping at most the bound; the rest is counted as dropped."""
+        while chunk := await stream.read(_READ_CHUNK):
+            room = self._max_bytes - self._kept
+            if len(chunk) > room:
+                self._dropped = True
+                chunk = chunk[:room]
+            if chunk:
+                self._chunks.append(chunk)
+                self._kept += len(chunk)
+
+    def text(self) -> str:
+        """The output as text (undecodable bytes shown as U+FFFD), truncated with a note."""
+        text = b"".join(self._chunks).decode("utf-8", errors="replace").rstrip("\n")
+        if self._dropped or len(text) > self._max_chars:
+            text = (
+                text[: self._max_chars]
+                + f"\n\n[Output truncated: the command printed more than {self._max_chars:,} "
+                "characters; only the first ones are shown.]"
+            )
+        return text

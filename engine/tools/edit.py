@@ -1,0 +1,117 @@
+"""The Edit tool: exact string replacement in a workspace file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
+from engine.tools.workspace import WorkspaceEscapeError, backfill_path_field, resolve_in_workspace
+
+__all__ = ["EditTool"]
+
+
+class EditTool(Tool):
+    """Replaces ``old_string`` by ``new_string`` in a file: exactly once, or everywhere with
+    ``replace_all``. An empty ``old_string`` creates a new file holding ``new_string``."""
+
+    name = "Edit"
+    description = (
+        "Replaces old_string with new_string in a workspace file. old_string must match the "
+        "file exactly (including indentation) and must be unique in it unless replace_all is "
+        "true, in which case every occurrence is replaced. An empty old_string creates a new "
+        "file whose contents are new_string."
+    )
+    input_schema: JsonDict = {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string", "description": "The file to modify."},
+            "old_string": {"type": "string", "description": "The exact text to replace."},
+            "new_string": {"type": "string", "description": "The text to replace it with."},
+            "replace_all": {
+                "type": "boolean",
+                "default": False,
+                "description": "Replace every occurrence of old_string (default false).",
+            },
+        },
+        "required": ["file_path", "old_string", "new_string"],
+        "additionalProperties": False,
+    }
+    is_read_only = False
+
+    async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
+        """Editing outside the workspace is denied; inside it, the session's policy is asked."""
+        try:
+            resolve_in_workspace(tool_input["file_path"], ctx.workspace_root)
+        except WorkspaceEscapeError as exc:
+            return PermissionDecision.deny(str(exc))
+        return PermissionDecision.ask(f"Edit wants to modify the file {tool_input['file_path']}.")
+
+    async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
+        """Apply the replacement and confirm it, or raise a ToolError saying why it cannot apply."""
+        file_path: str = tool_input["file_path"]
+        old: str = tool_input["old_string"]
+        new: str = tool_input["new_string"]
+        replace_all: bool = tool_input.get("replace_all", False)
+        path = resolve_in_workspace(file_path, ctx.workspace_root)
+        if old == new:
+            raise ToolError("No changes to make: old_string and new_string are exactly the same.")
+
+        if not path.exists():
+            if old:
+                raise ToolError(
+                    f"File does not exist: {file_path}. Use an empty old_string (or Write) to create it."
+                )
+            _write(path, new, file_path)
+            ctx.read_file_state[str(path)] = path.stat().st_mtime
+            return ToolResult(f"File created successfully at: {file_path}")
+        if path.is_dir():
+            raise ToolError(f"Cannot edit {file_path}: it is a directory.")
+
+        original = _read(path, file_path)
+        if not old:
+            if original:
+                raise ToolError(
+                    f"Cannot create {file_path}: it already exists and is not empty. "
+                    "Give an old_string to replace, or use Write to replace the whole file."
+                )
+            updated, count = new, 1
+        else:
+            count = original.count(old)
+            if count == 0:
+                raise ToolError(f"String to replace not found in {file_path}. old_string must match the file exactly.")
+            if count > 1 and not replace_all:
+                raise ToolError(
+                    f"Found {count} matches of old_string in {file_path}, but replace_all is false. "
+                    "Set replace_all to true to replace every one, or add surrounding context to "
+                    "old_string so it matches exactly once."
+                )
+            updated = original.replace(old, new)
+        _write(path, updated, file_path)
+        ctx.read_file_state[str(path)] = path.stat().st_mtime
+        if count > 1:
+            return ToolResult(f"The file {file_path} has been updated successfully ({count} replacements).")
+        return ToolResult(f"The file {file_path} has been updated successfully.")
+
+    def backfill_observable_input(self, tool_input: JsonDict, ctx: ToolUseContext) -> None:
+        """Expand ``file_path`` to the absolute path inside the workspace."""
+        backfill_path_field(tool_input, "file_path", ctx)
+
+
+def _read(path: Path, file_path: str) -> str:
+    """The file as UTF-8 text, or a ToolError naming the file and the problem."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"Cannot edit {file_path}: it is not valid UTF-8 text.") from exc
+    except OSError as exc:
+        raise ToolError(f"Cannot read {file_path}: {exc.strerror or exc}.") from exc
+
+
+def _write(path: Path, text: str, file_path: str) -> None:
+    """Write ``text`` byte for byte (no newline translation), creating parent folders."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise ToolError(f"Cannot write {file_path}: {exc.strerror or exc}.") from exc

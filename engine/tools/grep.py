@@ -1,0 +1,149 @@
+"""The Grep tool: a regular-expression search over workspace files, in pure Python."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
+from engine.tools.glob import compile_glob
+from engine.tools.workspace import (
+    WorkspaceEscapeError,
+    backfill_path_field,
+    display_path,
+    iter_workspace_files,
+    resolve_in_workspace,
+)
+
+__all__ = ["OUTPUT_MODES", "GrepTool"]
+
+OUTPUT_MODES = ("files_with_matches", "content", "count")
+_BINARY_SNIFF_BYTES = 8_192
+
+
+@dataclass(frozen=True)
+class _FileMatches:
+    """The matching lines of one file: (line number, line) pairs."""
+
+    path: str
+    lines: list[tuple[int, str]]
+
+
+class GrepTool(Tool):
+    """Searches file contents line by line with a Python regular expression."""
+
+    name = "Grep"
+    description = (
+        "Searches the contents of workspace files for a regular expression (Python `re` syntax), "
+        "line by line. `path` is a file or directory to search (default: the workspace root); "
+        "`glob` filters files (e.g. '*.py', or 'src/**/*.ts' with a slash to match the path). "
+        "output_mode: 'files_with_matches' (default) lists matching files, 'content' shows "
+        "matching lines as path:line:text, 'count' shows matching lines per file. Set -i for a "
+        "case-insensitive search. Binary files are skipped; paths are relative to the workspace."
+    )
+    input_schema: JsonDict = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1, "description": "The regular expression."},
+            "path": {"type": "string", "description": "File or directory to search in."},
+            "glob": {"type": "string", "minLength": 1, "description": "Only search files matching this glob."},
+            "output_mode": {"type": "string", "enum": list(OUTPUT_MODES), "default": "files_with_matches"},
+            "-i": {"type": "boolean", "description": "Case-insensitive search."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+    is_read_only = True
+    max_result_size_chars = 20_000
+
+    async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
+        """Searching inside the workspace is allowed; outside it is denied."""
+        try:
+            resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
+        except WorkspaceEscapeError as exc:
+            return PermissionDecision.deny(str(exc))
+        return PermissionDecision.allow()
+
+    async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
+        """Return the matches in the requested output mode, files in sorted path order."""
+        pattern: str = tool_input["pattern"]
+        try:
+            regex = re.compile(pattern, re.IGNORECASE if tool_input.get("-i") else 0)
+        except re.error as exc:
+            raise ToolError(f"Invalid regular expression {pattern!r}: {exc}. Grep uses Python `re` syntax.") from exc
+        base = resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
+        if not base.exists():
+            raise ToolError(f"Path does not exist: {tool_input.get('path')}.")
+        file_filter = _file_filter(tool_input.get("glob"))
+        found = await asyncio.to_thread(_search, regex, base, file_filter, ctx.workspace_root)
+        return ToolResult(_render(found, tool_input.get("output_mode", "files_with_matches")))
+
+    def backfill_observable_input(self, tool_input: JsonDict, ctx: ToolUseContext) -> None:
+        """Expand ``path`` to the absolute path inside the workspace."""
+        backfill_path_field(tool_input, "path", ctx)
+
+
+def _file_filter(glob: str | None) -> tuple[re.Pattern[str], bool] | None:
+    """The compiled glob and whether it matches whole relative paths (it has a ``/``) or, like
+    ripgrep's ``--glob``, just file names."""
+    if glob is None:
+        return None
+    return compile_glob(glob.removeprefix("./")), "/" in glob
+
+
+def _search(
+    regex: re.Pattern[str], base: Path, file_filter: tuple[re.Pattern[str], bool] | None, root: Path
+) -> list[_FileMatches]:
+    """Every searched file with at least one matching line, sorted by workspace-relative path."""
+    results: list[_FileMatches] = []
+    for file in iter_workspace_files(base, root):
+        if file_filter is not None and file != base:
+            glob, whole_path = file_filter
+            subject = file.relative_to(base).as_posix() if whole_path else file.name
+            if not glob.match(subject):
+                continue
+        text = _text_of(file)
+        if text is None:
+            continue
+        lines = [
+            (number, line.rstrip("\r"))
+            for number, line in enumerate(text.split("\n"), start=1)
+            if regex.search(line.rstrip("\r"))
+        ]
+        if lines:
+            results.append(_FileMatches(display_path(file, root), lines))
+    return sorted(results, key=lambda found: found.path)
+
+
+def _text_of(file: Path) -> str | None:
+    """A file's text, or None for a binary or unreadable file (those are skipped, like rg does)."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:_BINARY_SNIFF_BYTES]:
+        return None
+    # Not every text file is UTF-8; a stray byte must not hide the file's other matches.
+    return data.decode("utf-8", errors="replace").removesuffix("\n")
+
+
+def _render(found: list[_FileMatches], output_mode: str) -> str:
+    """The result text for one output mode."""
+    if output_mode == "content":
+        if not found:
+            return "No matches found"
+        return "\n".join(f"{f.path}:{number}:{line}" for f in found for number, line in f.lines)
+    if not found:
+        return "No files found"
+    if output_mode == "count":
+        total = sum(len(f.lines) for f in found)
+        counts = "\n".join(f"{f.path}:{len(f.lines)}" for f in found)
+        return f"{counts}\n\nFound {total} matching {_plural(total, 'line')} across {len(found)} {_plural(len(found), 'file')}."
+    return f"Found {len(found)} {_plural(len(found), 'file')}\n" + "\n".join(f.path for f in found)
+
+
+def _plural(count: int, noun: str) -> str:
+    """``noun`` with an ``s`` unless ``count`` is one."""
+    return noun if count == 1 else f"{noun}s"

@@ -1,0 +1,92 @@
+"""Confinement of the file tools to the session's workspace root (DESIGN §3.4)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from engine.tools.base import JsonDict, ToolError, ToolUseContext
+
+__all__ = [
+    "WorkspaceEscapeError",
+    "backfill_path_field",
+    "display_path",
+    "iter_workspace_files",
+    "resolve_in_workspace",
+]
+
+# Version-control internals are never what a search is looking for, and they would swamp
+# `**` patterns; skipping them keeps Glob and Grep results about the project's own files.
+_SKIPPED_DIRECTORIES = frozenset({".git", ".hg", ".svn"})
+
+
+class WorkspaceEscapeError(ToolError):
+    """A path that leads outside the workspace root, lexically or through a symbolic link."""
+
+
+def resolve_in_workspace(path: str, root: Path) -> Path:
+    """Resolve ``path`` (relative to ``root``, or absolute) to a real path inside ``root``.
+
+    Symbolic links in the existing part of the path are followed, so a link that points out of
+    the workspace is refused just like ``..`` or a foreign absolute path.
+    """
+    real_root = Path(os.path.realpath(root))
+    candidate = Path(path) if os.path.isabs(path) else Path(root) / path
+    try:
+        real = Path(os.path.realpath(candidate))
+    except (ValueError, OSError) as exc:  # e.g. an embedded NUL byte
+        raise ToolError(f"Path {path!r} is not a usable file path ({exc}).") from exc
+    if real.is_relative_to(real_root):
+        return real
+    # Lexically inside but really outside: a symbolic link is what led out, so say so.
+    lexical = Path(os.path.abspath(candidate))
+    if lexical.is_relative_to(os.path.abspath(root)) or lexical.is_relative_to(real_root):
+        raise WorkspaceEscapeError(
+            f"Path '{path}' leads through a symbolic link to {real}, which is outside the "
+            f"workspace {root}; tools may only touch files inside it."
+        )
+    raise WorkspaceEscapeError(
+        f"Path '{path}' is outside the workspace {root}; tools may only touch files inside it."
+    )
+
+
+def display_path(real: Path, root: Path) -> str:
+    """``real`` relative to the workspace root, in POSIX form, for machine-independent output."""
+    return real.relative_to(os.path.realpath(root)).as_posix()
+
+
+def iter_workspace_files(base: Path, root: Path) -> Iterator[Path]:
+    """Every regular file under ``base`` (a resolved path inside ``root``), in a stable order:
+    a folder's files by name, then its subfolders by name.
+
+    Directory links are not descended (that is how a walk could leave the workspace or loop),
+    and file links whose target lies outside the workspace are left out.
+    """
+    real_root = Path(os.path.realpath(root))
+    if base.is_file():
+        yield base
+        return
+    for directory, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(name for name in dirnames if name not in _SKIPPED_DIRECTORIES)
+        for name in sorted(filenames):
+            full = Path(directory) / name
+            if not full.is_file():
+                continue  # broken links, sockets, FIFOs
+            if full.is_symlink() and not Path(os.path.realpath(full)).is_relative_to(real_root):
+                continue
+            yield full
+
+
+def backfill_path_field(tool_input: JsonDict, key: str, ctx: ToolUseContext) -> None:
+    """Replace ``tool_input[key]`` by its absolute path in the workspace, if it resolves there.
+
+    Backfill must never fail a call: anything unresolvable is left for ``call`` to reject.
+    """
+    value = tool_input.get(key)
+    if not isinstance(value, str):
+        return
+    try:
+        tool_input[key] = str(resolve_in_workspace(value, ctx.workspace_root))
+    except (ToolError, OSError, ValueError):
+        return
