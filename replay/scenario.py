@@ -1,0 +1,473 @@
+"""Scenario scripts for the fake model: what it answers, turn by turn, and the faults it injects.
+
+A scenario is loaded from YAML (see docs/scenarios.md) or built from dataclasses. Every
+malformed script raises `ScenarioError` with one sentence naming the file, the turn and the
+problem; unknown keys are errors so that a typo never passes silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from os import PathLike
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import yaml
+
+__all__ = [
+    "SCENARIO_VERSION",
+    "Block",
+    "DropConnection",
+    "ErrorType",
+    "Fault",
+    "FaultKind",
+    "HttpError",
+    "RedactedThinkingBlock",
+    "Scenario",
+    "ScenarioError",
+    "StopReason",
+    "StreamError",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolUseBlock",
+    "Turn",
+    "TurnOrFault",
+    "Usage",
+    "load_scenario",
+]
+
+SCENARIO_VERSION: Final = 1
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class ScenarioError(ValueError):
+    """A scenario script is malformed; the message names the file, the turn and the problem."""
+
+
+class StopReason(StrEnum):
+    """Why the model stopped, as the Messages API reports it."""
+
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    PAUSE_TURN = "pause_turn"
+    REFUSAL = "refusal"
+    MODEL_CONTEXT_WINDOW_EXCEEDED = "model_context_window_exceeded"
+
+
+class ErrorType(StrEnum):
+    """The API's `error.type` values for the HTTP errors a scenario can inject."""
+
+    INVALID_REQUEST_ERROR = "invalid_request_error"
+    AUTHENTICATION_ERROR = "authentication_error"
+    BILLING_ERROR = "billing_error"
+    PERMISSION_ERROR = "permission_error"
+    NOT_FOUND_ERROR = "not_found_error"
+    REQUEST_TOO_LARGE = "request_too_large"
+    RATE_LIMIT_ERROR = "rate_limit_error"
+    API_ERROR = "api_error"
+    TIMEOUT_ERROR = "timeout_error"
+    OVERLOADED_ERROR = "overloaded_error"
+
+
+class FaultKind(StrEnum):
+    """The `fault:` names a scenario turn can use instead of content."""
+
+    HTTP_ERROR = "http_error"
+    STREAM_ERROR = "stream_error"
+    DROP_CONNECTION = "drop_connection"
+
+
+# ---------------------------------------------------------------------------------------------
+# Content blocks and turns
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextBlock:
+    """A `text` content block."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolUseBlock:
+    """A `tool_use` content block; `id=None` lets the fake model assign a deterministic id."""
+
+    name: str
+    input: Mapping[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingBlock:
+    """A `thinking` content block with its signature."""
+
+    thinking: str
+    signature: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedactedThinkingBlock:
+    """A `redacted_thinking` content block (opaque data)."""
+
+    data: str
+
+
+Block = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage:
+    """Token usage reported for a turn."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if not _is_int(value) or value < 0:
+                raise ScenarioError(f"usage {item.name!r} must be a non-negative integer, not {value!r}.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One scripted model answer; None fields are derived (stop reason from content, usage estimated)."""
+
+    content: tuple[Block, ...]
+    stop_reason: StopReason | None = None
+    usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", tuple(self.content))
+        if self.stop_reason is not None:
+            object.__setattr__(self, "stop_reason", _to_enum(StopReason, self.stop_reason, "stop_reason"))
+
+    @property
+    def effective_stop_reason(self) -> StopReason:
+        """The scripted stop reason, else `tool_use` when a tool is called, else `end_turn`."""
+        if self.stop_reason is not None:
+            return self.stop_reason
+        if any(isinstance(block, ToolUseBlock) for block in self.content):
+            return StopReason.TOOL_USE
+        return StopReason.END_TURN
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpError:
+    """An HTTP error response (e.g. 429 with retry-after, 400 prompt too long, 529 overloaded)."""
+
+    status: int
+    error_type: ErrorType
+    message: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.status) or not 400 <= self.status <= 599:
+            raise ScenarioError(f"status {self.status!r} is not an HTTP error status; expected 400-599.")
+        object.__setattr__(self, "error_type", _to_enum(ErrorType, self.error_type, "error_type"))
+        object.__setattr__(self, "headers", dict(self.headers))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamError:
+    """A 200 stream that sends `after_events` events of `content`'s rendering, then an `error` event."""
+
+    content: tuple[Block, ...] = ()
+    after_events: int
+    error_type: ErrorType = ErrorType.OVERLOADED_ERROR
+    message: str = "Overloaded"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", tuple(self.content))
+        _check_after_events(self.after_events)
+        object.__setattr__(self, "error_type", _to_enum(ErrorType, self.error_type, "error_type"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropConnection:
+    """A 200 stream that sends `after_events` events of `content`'s rendering, then drops."""
+
+    content: tuple[Block, ...] = ()
+    after_events: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", tuple(self.content))
+        _check_after_events(self.after_events)
+
+
+Fault = HttpError | StreamError | DropConnection
+TurnOrFault = Turn | Fault
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A script of model turns and faults, played in order (turns are numbered from 1)."""
+
+    turns: tuple[TurnOrFault, ...]
+    model: str | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "turns", tuple(self.turns))
+        for number, turn in enumerate(self.turns, start=1):
+            with _located(f"turn {number}"):
+                if not isinstance(turn, TurnOrFault):
+                    raise ScenarioError(f"expected a Turn or a fault, not {type(turn).__name__}.")
+                if isinstance(turn, StreamError | DropConnection):
+                    _check_fault_reach(turn)
+
+    @classmethod
+    def from_list(
+        cls, items: Sequence[TurnOrFault | Mapping[str, Any]], *, model: str | None = None, name: str | None = None
+    ) -> Scenario:
+        """Build a scenario from turns given as dataclasses or as dicts in the YAML shape."""
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+            raise ScenarioError(f"turns must be a list, not {_type_name(items)}.")
+        turns: list[TurnOrFault] = []
+        for number, item in enumerate(items, start=1):
+            with _located(f"turn {number}"):
+                turns.append(item if isinstance(item, TurnOrFault) else _parse_turn_or_fault(item))
+        return cls(turns=tuple(turns), model=model, name=name)
+
+
+def load_scenario(path: str | PathLike[str]) -> Scenario:
+    """Load a YAML scenario file (`{version: 1, name?, model?, turns: [...]}`)."""
+    with _located(str(path)):
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise ScenarioError(f"cannot read the scenario file ({reason}).") from None
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ScenarioError(f"invalid YAML ({_yaml_problem(err)}).") from None
+        return _parse_document(document)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing the YAML shape
+
+_TOP_KEYS: Final = ("version", "name", "model", "turns")
+_TURN_KEYS: Final = ("content", "stop_reason", "usage")
+_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_BLOCK_KINDS: Final = ("text", "tool_use", "thinking", "redacted_thinking")
+_FAULT_KEYS: Final[Mapping[FaultKind, tuple[str, ...]]] = {
+    FaultKind.HTTP_ERROR: ("fault", "status", "error_type", "message", "headers"),
+    FaultKind.STREAM_ERROR: ("fault", "after_events", "error_type", "message", "content"),
+    FaultKind.DROP_CONNECTION: ("fault", "after_events", "content"),
+}
+
+
+def _parse_document(document: object) -> Scenario:
+    if document is None:
+        raise ScenarioError("the scenario file is empty; expected a mapping with version and turns.")
+    top = _mapping(document, "the scenario file", _TOP_KEYS, where="in the scenario file")
+    version = _required(top, "version")
+    if version != SCENARIO_VERSION:
+        raise ScenarioError(f"unsupported version {version!r}; expected version {SCENARIO_VERSION}.")
+    name = _optional_str(top, "name")
+    model = _optional_str(top, "model")
+    turns = _required(top, "turns")
+    if not isinstance(turns, list):
+        raise ScenarioError(f"'turns' must be a list, not {_type_name(turns)}.")
+    return Scenario.from_list(turns, model=model, name=name)
+
+
+def _parse_turn_or_fault(item: object) -> TurnOrFault:
+    if isinstance(item, Mapping) and "fault" in item:
+        return _parse_fault(item)
+    raw = _mapping(item, "a turn", _TURN_KEYS, where="in the turn")
+    content = _parse_content(_required(raw, "content"))
+    stop_reason = _optional_str(raw, "stop_reason")
+    usage = raw.get("usage")
+    return Turn(
+        content=content,
+        stop_reason=None if stop_reason is None else _to_enum(StopReason, stop_reason, "stop_reason"),
+        usage=None if usage is None else _parse_usage(usage),
+    )
+
+
+def _parse_fault(raw: Mapping[str, Any]) -> Fault:
+    kind_name = raw["fault"]
+    kind = _to_enum(FaultKind, kind_name, "fault")
+    _check_keys(raw, _FAULT_KEYS[kind], f"in the {kind} fault")
+    if kind is FaultKind.HTTP_ERROR:
+        return HttpError(
+            status=_int(raw, "status"),
+            error_type=_to_enum(ErrorType, _str(raw, "error_type"), "error_type"),
+            message=_str(raw, "message"),
+            headers=_parse_headers(raw.get("headers", {})),
+        )
+    content = _parse_content(raw.get("content", []))
+    after_events = _int(raw, "after_events")
+    if kind is FaultKind.STREAM_ERROR:
+        return StreamError(
+            content=content,
+            after_events=after_events,
+            error_type=_to_enum(ErrorType, _str(raw, "error_type", ErrorType.OVERLOADED_ERROR.value), "error_type"),
+            message=_str(raw, "message", "Overloaded"),
+        )
+    return DropConnection(content=content, after_events=after_events)
+
+
+def _parse_content(raw: object) -> tuple[Block, ...]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"'content' must be a list of blocks, not {_type_name(raw)}.")
+    blocks: list[Block] = []
+    for number, item in enumerate(raw, start=1):
+        with _located(f"content block {number}"):
+            blocks.append(_parse_block(item))
+    return tuple(blocks)
+
+
+def _parse_block(item: object) -> Block:
+    if not isinstance(item, Mapping):
+        raise ScenarioError(f"expected a mapping with one of {', '.join(_BLOCK_KINDS)}, not {_type_name(item)}.")
+    kinds = [key for key in _BLOCK_KINDS if key in item]
+    if not kinds:
+        key = next(iter(item), None)
+        raise ScenarioError(f"unknown block {key!r}; expected one of {', '.join(_BLOCK_KINDS)}.")
+    kind = kinds[0]
+    if kind == "thinking":
+        _check_keys(item, ("thinking", "signature"), "in the thinking block")
+        return ThinkingBlock(thinking=_str(item, "thinking"), signature=_str(item, "signature"))
+    _check_keys(item, (kind,), f"in the {kind} block")
+    if kind == "text":
+        return TextBlock(text=_str(item, "text"))
+    if kind == "redacted_thinking":
+        return RedactedThinkingBlock(data=_str(item, "redacted_thinking"))
+    tool = _mapping(item["tool_use"], "'tool_use'", ("name", "input", "id"), where="under tool_use")
+    tool_input = _required(tool, "input")
+    if not isinstance(tool_input, Mapping):
+        raise ScenarioError(f"tool_use 'input' must be a mapping, not {_type_name(tool_input)}.")
+    return ToolUseBlock(name=_str(tool, "name"), input=dict(tool_input), id=_optional_str(tool, "id"))
+
+
+def _parse_usage(raw: object) -> Usage:
+    usage = _mapping(raw, "'usage'", _USAGE_KEYS, where="under usage")
+    return Usage(
+        input_tokens=_int(usage, "input_tokens"),
+        output_tokens=_int(usage, "output_tokens"),
+        cache_creation_input_tokens=_int(usage, "cache_creation_input_tokens", 0),
+        cache_read_input_tokens=_int(usage, "cache_read_input_tokens", 0),
+    )
+
+
+def _parse_headers(raw: object) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(f"'headers' must be a mapping, not {_type_name(raw)}.")
+    headers: dict[str, str] = {}
+    for key, value in raw.items():
+        # YAML reads `retry-after: 5` as an int; a header value is text either way.
+        if not isinstance(key, str) or not (isinstance(value, str) or _is_int(value)):
+            raise ScenarioError(f"header {key!r} must map a name to a string or integer, not {_type_name(value)}.")
+        headers[key] = str(value)
+    return headers
+
+
+# ---------------------------------------------------------------------------------------------
+# Small validators
+
+
+@contextmanager
+def _located(where: str) -> Iterator[None]:
+    """Prefix any ScenarioError raised inside with its location (file, turn, block)."""
+    try:
+        yield
+    except ScenarioError as err:
+        raise ScenarioError(f"{where}: {err}") from None
+
+
+def _mapping(raw: object, noun: str, allowed: tuple[str, ...], *, where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(f"{noun} must be a mapping, not {_type_name(raw)}.")
+    _check_keys(raw, allowed, where)
+    return raw
+
+
+def _check_keys(raw: Mapping[Any, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise ScenarioError(f"unknown key {key!r} {where}; expected keys are {', '.join(allowed)}.")
+
+
+def _required(raw: Mapping[str, Any], key: str) -> Any:
+    if key not in raw:
+        raise ScenarioError(f"missing required key {key!r}.")
+    return raw[key]
+
+
+def _str(raw: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    value = raw.get(key, default) if default is not None else _required(raw, key)
+    if not isinstance(value, str):
+        raise ScenarioError(f"{key!r} must be a string, not {_type_name(value)}.")
+    return value
+
+
+def _optional_str(raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ScenarioError(f"{key!r} must be a string, not {_type_name(value)}.")
+    return value
+
+
+def _int(raw: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = raw.get(key, default) if default is not None else _required(raw, key)
+    if not _is_int(value):
+        raise ScenarioError(f"{key!r} must be an integer, not {_type_name(value)}.")
+    return value
+
+
+def _is_int(value: object) -> bool:
+    # bool is a subclass of int, but `status: true` is a mistake, not a status.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _to_enum(enum: type[_E], value: object, key: str) -> _E:
+    try:
+        return enum(value)
+    except ValueError:
+        choices = ", ".join(member.value for member in enum)
+        raise ScenarioError(f"unknown {key} {value!r}; expected one of {choices}.") from None
+
+
+def _check_after_events(after_events: object) -> None:
+    if not _is_int(after_events) or after_events < 0:  # type: ignore[operator]
+        raise ScenarioError(f"'after_events' must be a non-negative integer, not {after_events!r}.")
+
+
+def _check_fault_reach(fault: StreamError | DropConnection) -> None:
+    # Imported here because sse renders this module's turns; the count depends on content only.
+    from replay.sse import count_message_events
+
+    available = count_message_events(fault.content)
+    if fault.after_events > available:
+        raise ScenarioError(
+            f"'after_events' is {fault.after_events}, but the fault's content renders only {available} events."
+        )
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    if mark is None:
+        return problem
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
