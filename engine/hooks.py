@@ -87,8 +87,8 @@ async def run_tool_hooks(hooks: Sequence[ToolHook], hook_input: HookInput) -> Co
         if answer.updated_input is not None:
             current = HookInput(**{**current.__dict__, "tool_input": answer.updated_input})
         combined = CombinedHookResult(
-            denied=combined.denied or answer.decision is HookDecision.DENY,
-            reason=answer.reason if answer.decision is HookDecision.DENY else combined.reason,
+            denied=combined.denied or answer.decision == HookDecision.DENY,
+            reason=answer.reason if answer.decision == HookDecision.DENY else combined.reason,
             updated_input=answer.updated_input if answer.updated_input is not None else combined.updated_input,
             prevent_continuation=combined.prevent_continuation or answer.prevent_continuation,
             stop_reason=answer.stop_reason or combined.stop_reason,

@@ -8,6 +8,7 @@ with a named ``Transition``. It never recurses.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,12 +73,14 @@ async def query(messages: Sequence[Message], params: LoopParams) -> AsyncIterato
     stops listening (or the loop fails) are cancelled, never leaked."""
     executors: list[StreamingToolExecutor] = []
     try:
-        async for item in query_loop(messages, params, _executors=executors):
-            yield item
+        async with aclosing(query_loop(messages, params, _executors=executors)) as items:
+            async for item in items:
+                yield item
     finally:
         for executor in executors:
             if executor.running:
                 executor.discard("Tool execution cancelled: the query ended")
+            await executor.wait_closed()
 
 
 async def query_loop(
@@ -101,8 +104,9 @@ async def query_loop(
             call.executor = StreamingToolExecutor(rctx)
             if _executors is not None:
                 _executors.append(call.executor)
-        async for item in call.run(request):
-            yield item
+        async with aclosing(call.run(request)) as model_items:
+            async for item in model_items:
+                yield item
         yield call.trace_event(turn, request)
 
         # 4. Interrupted while streaming: answer every tool_use, then stop.
@@ -122,8 +126,9 @@ async def query_loop(
             yield _end(Terminal.MODEL_ERROR, turn, error=str(call.failure))
             return
 
-        # 5. No tool use: the turn is over.
-        if not call.tool_blocks:
+        # 5. No tool use, or the API answered with an error: the turn is over (an API error
+        # ends without stop hooks; its partial tool calls were answered above).
+        if not call.tool_blocks or call.api_error is not None:
             yield _end(Terminal.COMPLETED, turn, error=call.api_error_text)
             return
 

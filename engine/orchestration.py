@@ -183,6 +183,12 @@ class StreamingToolExecutor:
                 entry.task.cancel()
             self._finish(entry, self._synthetic(entry, reason, outcome))
 
+    async def wait_closed(self) -> None:
+        """Wait until every started call's task has finished (or been cancelled)."""
+        tasks = [e.task for e in self._entries if e.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
     @property
     def running(self) -> bool:
         return any(e.status is _Status.EXECUTING for e in self._entries)

@@ -9,6 +9,7 @@ transcript before the model is called, drives the loop to its end, and yields on
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -157,26 +158,27 @@ class QueryEngine:
             ),
         )
         try:
-            async for item in query(list(self.mutable_messages), params):
-                if isinstance(item, StreamEvent):
-                    if self.include_stream_events:
+            async with aclosing(query(list(self.mutable_messages), params)) as items:
+                async for item in items:
+                    if isinstance(item, StreamEvent):
+                        if self.include_stream_events:
+                            yield item
+                    elif isinstance(item, RequestStart):
+                        self.transcript.flush()
+                    elif isinstance(item, TraceEvent):
+                        self.trace.append(item)
+                        if item.kind is TraceKind.MODEL_CALL:
+                            _add_usage(usage, item.data.get("usage") or {})
                         yield item
-                elif isinstance(item, RequestStart):
-                    self.transcript.flush()
-                elif isinstance(item, TraceEvent):
-                    self.trace.append(item)
-                    if item.kind is TraceKind.MODEL_CALL:
-                        _add_usage(usage, item.data.get("usage") or {})
-                    yield item
-                elif isinstance(item, LoopEnd):
-                    end = item
-                else:
-                    self._accept(item)
-                    if isinstance(item, AssistantMessage) and not item.is_api_error_message:
-                        if not last_response or last_response[-1].message["id"] != item.message["id"]:
-                            last_response = []
-                        last_response.append(item)
-                    yield item
+                    elif isinstance(item, LoopEnd):
+                        end = item
+                    else:
+                        self._accept(item)
+                        if isinstance(item, AssistantMessage) and not item.is_api_error_message:
+                            if not last_response or last_response[-1].message["id"] != item.message["id"]:
+                                last_response = []
+                            last_response.append(item)
+                        yield item
         finally:
             self.transcript.flush()
         assert end is not None, "query_loop ended without a LoopEnd"
