@@ -97,7 +97,7 @@ def _repair_pairing(api: list[JsonDict]) -> list[JsonDict]:
     repaired: list[JsonDict] = []
     for index, entry in enumerate(api):
         if entry["role"] == "user":
-            previous = repaired[-1] if repaired else None
+            previous = next((m for m in reversed(repaired) if m["role"] == "assistant"), None)
             expected = _tool_use_ids(previous) if previous and previous["role"] == "assistant" else set()
             entry["content"] = [
                 b for b in entry["content"] if b.get("type") != "tool_result" or b.get("tool_use_id") in expected
@@ -122,7 +122,7 @@ def _repair_pairing(api: list[JsonDict]) -> list[JsonDict]:
         ]
         if missing:
             repaired.append({"role": "user", "content": missing})
-    return repaired
+    return _merge_adjacent(repaired)
 
 
 def _tool_use_ids(entry: JsonDict) -> set[str]:

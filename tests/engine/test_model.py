@@ -1,0 +1,314 @@
+"""AnthropicModel and classify_error, through the real anthropic SDK on the fake model's transport."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from engine.model import (
+    AnthropicModel,
+    BlockComplete,
+    ModelError,
+    ModelErrorKind,
+    ModelEvent,
+    ModelRequest,
+    ResponseEnd,
+    StreamEvent,
+)
+from replay.fake import FakeModel, FakeModelTransport, ScenarioExhaustedError
+from replay.scenario import Scenario
+
+MODEL = "claude-sonnet-4-6"
+API_KEY = "sk-ant-test-0123456789-secret"
+REQUEST = ModelRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=100)
+
+@pytest.fixture
+async def model_for() -> AsyncIterator[Callable[[httpx2.AsyncBaseTransport], AnthropicModel]]:
+    """Builds AnthropicModels over a transport and closes their clients afterwards."""
+    models: list[AnthropicModel] = []
+
+    def build(transport: httpx2.AsyncBaseTransport) -> AnthropicModel:
+        model = AnthropicModel(http_client=httpx2.AsyncClient(transport=transport), api_key=API_KEY)
+        models.append(model)
+        return model
+
+    yield build
+    for model in models:
+        await model.client.close()
+
+
+@pytest.fixture
+def fake_for(
+    model_for: Callable[[httpx2.AsyncBaseTransport], AnthropicModel],
+) -> Callable[..., tuple[AnthropicModel, FakeModel]]:
+    """An AnthropicModel over a FakeModel playing the given turns (YAML-shaped dicts)."""
+
+    def build(*turns: dict[str, Any]) -> tuple[AnthropicModel, FakeModel]:
+        fake = FakeModel(Scenario.from_list(list(turns)))
+        return model_for(FakeModelTransport(fake)), fake
+
+    return build
+
+
+FakeFor = Callable[..., tuple[AnthropicModel, FakeModel]]
+
+
+async def collect(model: AnthropicModel, request: ModelRequest = REQUEST) -> list[ModelEvent]:
+    return [event async for event in model.stream(request)]
+
+
+async def collect_until_error(model: AnthropicModel) -> tuple[list[ModelEvent], ModelError]:
+    events: list[ModelEvent] = []
+    with pytest.raises(ModelError) as raised:
+        async for event in model.stream(REQUEST):
+            events.append(event)
+    return events, raised.value
+
+
+async def failure(model: AnthropicModel) -> ModelError:
+    return (await collect_until_error(model))[1]
+
+
+def blocks(events: list[ModelEvent]) -> list[dict[str, Any]]:
+    return [event.block for event in events if isinstance(event, BlockComplete)]
+
+
+def http_error(status: int, error_type: str, message: str, **headers: str) -> dict[str, Any]:
+    return {"fault": "http_error", "status": status, "error_type": error_type, "message": message, "headers": headers}
+
+
+# --- a streamed response ---------------------------------------------------------------------
+
+
+async def test_each_content_block_completes_once_in_order_in_the_api_shape(fake_for: FakeFor) -> None:
+    model, _ = fake_for(
+        {
+            "content": [
+                {"thinking": "I should list the files, carefully and at length.", "signature": "sig-abc"},
+                {"text": "Let me look at the directory for you, it may take a moment."},
+                {"tool_use": {"id": "toolu_1", "name": "Bash", "input": {"command": "ls -la", "timeout": 30}}},
+            ]
+        }
+    )
+    assert blocks(await collect(model)) == [
+        {"type": "thinking", "thinking": "I should list the files, carefully and at length.", "signature": "sig-abc"},
+        {"type": "text", "text": "Let me look at the directory for you, it may take a moment."},
+        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls -la", "timeout": 30}},
+    ]
+
+
+async def test_a_tool_use_with_empty_input_completes_with_an_empty_dict(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"content": [{"tool_use": {"id": "toolu_1", "name": "Now", "input": {}}}]})
+    assert blocks(await collect(model)) == [{"type": "tool_use", "id": "toolu_1", "name": "Now", "input": {}}]
+
+
+async def test_a_block_completes_with_the_response_id_model_and_request_id(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"content": [{"text": "hello"}]})
+    complete = next(e for e in await collect(model) if isinstance(e, BlockComplete))
+    assert (complete.message_id, complete.model, complete.request_id) == ("msg_fake_0001", MODEL, "req_fake_0001")
+
+
+async def test_the_response_ends_with_its_stop_reason_and_cumulative_usage(fake_for: FakeFor) -> None:
+    model, _ = fake_for(
+        {
+            "content": [{"text": "cut off"}],
+            "stop_reason": "max_tokens",
+            "usage": {"input_tokens": 42, "output_tokens": 17, "cache_read_input_tokens": 5},
+        }
+    )
+    ends = [e for e in await collect(model) if isinstance(e, ResponseEnd)]
+    assert ends == [
+        ResponseEnd(
+            message_id="msg_fake_0001",
+            stop_reason="max_tokens",
+            stop_sequence=None,
+            usage={
+                "input_tokens": 42,
+                "output_tokens": 17,  # from message_delta; message_start said 1
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 5,
+            },
+        )
+    ]
+
+
+async def test_the_response_end_comes_after_every_block(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"content": [{"text": "a"}, {"text": "b"}]})
+    kinds = [type(e).__name__ for e in await collect(model) if not isinstance(e, StreamEvent)]
+    assert kinds == ["BlockComplete", "BlockComplete", "ResponseEnd"]
+
+
+async def test_raw_sdk_stream_events_pass_through_in_wire_order(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"content": [{"text": "hi"}]})
+    raw = [e.event.type for e in await collect(model) if isinstance(e, StreamEvent)]
+    assert raw == [  # the SDK itself swallows the wire's ping
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+
+
+# --- the request -----------------------------------------------------------------------------
+
+
+async def test_the_request_is_streamed_with_the_requests_parameters(fake_for: FakeFor) -> None:
+    model, fake = fake_for({"content": [{"text": "hi"}]})
+    await collect(model)
+    assert fake.requests[0].json == {
+        "model": MODEL,
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+    }
+
+
+async def test_a_failed_request_is_not_retried_by_the_sdk(fake_for: FakeFor) -> None:
+    model, fake = fake_for(http_error(529, "overloaded_error", "Overloaded"), {"content": [{"text": "late"}]})
+    await failure(model)
+    assert len(fake.requests) == 1
+
+
+async def test_the_sdk_reports_zero_retries_on_the_request(fake_for: FakeFor) -> None:
+    model, fake = fake_for({"content": [{"text": "hi"}]})
+    await collect(model)
+    assert fake.requests[0].headers["x-stainless-retry-count"] == "0"
+
+
+async def test_the_api_key_appears_only_in_the_authorization_header(fake_for: FakeFor) -> None:
+    model, fake = fake_for({"content": [{"text": "hi"}]})
+    await collect(model)
+    sent = fake.requests[0]
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+    elsewhere = [name for name, value in sent.headers.items() if API_KEY in value and name != "authorization"]
+    assert elsewhere == []
+    assert API_KEY.encode() not in sent.body
+    assert API_KEY not in sent.path
+
+
+# --- error classification --------------------------------------------------------------------
+
+
+async def test_a_prompt_too_long_400_is_prompt_too_long(fake_for: FakeFor) -> None:
+    model, _ = fake_for(
+        http_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")
+    )
+    error = await failure(model)
+    assert (error.kind, error.status, error.message) == (
+        ModelErrorKind.PROMPT_TOO_LONG,
+        400,
+        "prompt is too long: 210000 tokens > 200000 maximum",
+    )
+
+
+async def test_a_413_request_too_large_is_prompt_too_long(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes."))
+    assert (await failure(model)).kind is ModelErrorKind.PROMPT_TOO_LONG
+
+
+async def test_an_image_over_the_size_limit_is_media_too_large(fake_for: FakeFor) -> None:
+    model, _ = fake_for(
+        http_error(400, "invalid_request_error", "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum")
+    )
+    assert (await failure(model)).kind is ModelErrorKind.MEDIA_TOO_LARGE
+
+
+async def test_a_529_is_overloaded(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(529, "overloaded_error", "Overloaded"))
+    error = await failure(model)
+    assert (error.kind, error.status, error.error_type) == (ModelErrorKind.OVERLOADED, 529, "overloaded_error")
+
+
+async def test_an_overloaded_error_event_mid_stream_is_overloaded_with_status_200(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"fault": "stream_error", "after_events": 3, "content": [{"text": "partial"}]})
+    error = await failure(model)
+    assert (error.kind, error.status, error.error_type) == (ModelErrorKind.OVERLOADED, 200, "overloaded_error")
+
+
+async def test_a_429_is_rate_limited_with_its_retry_after(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(429, "rate_limit_error", "Too many requests", **{"retry-after": "7"}))
+    error = await failure(model)
+    assert (error.kind, error.retry_after_s) == (ModelErrorKind.RATE_LIMITED, 7.0)
+
+
+async def test_a_500_is_a_server_error(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(500, "api_error", "Internal server error"))
+    assert (await failure(model)).kind is ModelErrorKind.SERVER_ERROR
+
+
+async def test_another_invalid_request_400_is_an_invalid_request(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(400, "invalid_request_error", "messages: roles must alternate"))
+    assert (await failure(model)).kind is ModelErrorKind.INVALID_REQUEST
+
+
+async def test_an_error_carries_the_request_id(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(500, "api_error", "Internal server error"))
+    assert (await failure(model)).request_id == "req_fake_0001"
+
+
+async def test_x_should_retry_false_means_should_retry_false(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(529, "overloaded_error", "Overloaded", **{"x-should-retry": "false"}))
+    assert (await failure(model)).should_retry is False
+
+
+async def test_without_x_should_retry_the_api_leaves_should_retry_open(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(529, "overloaded_error", "Overloaded"))
+    assert (await failure(model)).should_retry is None
+
+
+async def test_a_dropped_connection_mid_stream_is_connection_dropped(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"fault": "drop_connection", "after_events": 6, "content": [{"text": "a"}, {"text": "b"}]})
+    error = await failure(model)
+    assert error.kind is ModelErrorKind.CONNECTION_DROPPED
+
+
+async def test_blocks_finished_before_a_dropped_connection_were_already_yielded(fake_for: FakeFor) -> None:
+    # message_start, block 0 start, ping, delta, block 0 stop, block 1 start | drop
+    model, _ = fake_for({"fault": "drop_connection", "after_events": 6, "content": [{"text": "a"}, {"text": "b"}]})
+    events, _ = await collect_until_error(model)
+    assert blocks(events) == [{"type": "text", "text": "a"}]
+
+
+async def test_an_exhausted_script_is_a_harness_error_with_the_scripts_own_words(fake_for: FakeFor) -> None:
+    model, fake = fake_for({"content": [{"text": "only turn"}]})
+    await collect(model)
+    error = await failure(model)
+    assert error.kind is ModelErrorKind.HARNESS
+    assert isinstance(error.cause, ScenarioExhaustedError)
+    assert error.message == str(error.cause)
+
+
+async def test_an_exhausted_script_never_reads_as_a_connection_error(fake_for: FakeFor) -> None:
+    model, _ = fake_for()
+    assert "Connection error" not in (await failure(model)).message
+
+
+class RefusingTransport(httpx2.AsyncBaseTransport):
+    """A transport whose every connection attempt fails, as with no network."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.attempts += 1
+        raise httpx2.ConnectError("[Errno 111] Connection refused", request=request)
+
+
+async def test_a_connection_that_cannot_be_made_is_connection_failed(
+    model_for: Callable[[httpx2.AsyncBaseTransport], AnthropicModel],
+) -> None:
+    error = await failure(model_for(RefusingTransport()))
+    assert error.kind is ModelErrorKind.CONNECTION_FAILED
+
+
+async def test_a_failed_connection_is_not_retried_by_the_sdk(
+    model_for: Callable[[httpx2.AsyncBaseTransport], AnthropicModel],
+) -> None:
+    transport = RefusingTransport()
+    await failure(model_for(transport))
+    assert transport.attempts == 1
