@@ -33,9 +33,6 @@ from engine.orchestration import (
     StreamingToolExecutor,
     ToolRun,
     ToolRunContext,
-    partition_tool_calls,
-    run_tools,
-    synthetic_tool_run,
 )
 from engine.settings import EngineSettings
 from engine.state import State, Terminal, Transition
@@ -57,6 +54,8 @@ class LoopParams:
     settings: EngineSettings
     tools: Mapping[str, Tool]
     rctx: ToolRunContext
+    # Raw stream events cost a hop through every generator layer: only pass them when asked.
+    emit_stream_events: bool = False
 
 
 def messages_after_compact_boundary(messages: Sequence[Message]) -> list[Message]:
@@ -100,10 +99,8 @@ async def query_loop(
 
         request = _build_request(working, params, state)
         call = _ModelCall(params)
-        if settings.streaming_tool_execution:
-            call.executor = StreamingToolExecutor(rctx)
-            if _executors is not None:
-                _executors.append(call.executor)
+        if _executors is not None:
+            _executors.append(call.executor)
         async with aclosing(call.run(request)) as model_items:
             async for item in model_items:
                 yield item
@@ -111,7 +108,7 @@ async def query_loop(
 
         # 4. Interrupted while streaming: answer every tool_use, then stop.
         if call.aborted:
-            for run in await call.interrupted_results():
+            for run in await call.settle_tools(INTERRUPTED_TOOL_RESULT, ToolOutcome.INTERRUPTED):
                 yield run.message
             yield UserMessage.create(deps, [{"type": "text", "text": INTERRUPT_MESSAGE}])
             yield _end(Terminal.ABORTED_STREAMING, turn)
@@ -120,7 +117,7 @@ async def query_loop(
         if call.failure is not None:
             # A failure that is not the API's answer (a cassette miss, a harness bug): answer
             # any tool_use already yielded so the history stays valid, report, and stop.
-            for run in call.discard_tools(f"Tool execution skipped: {call.failure}"):
+            for run in await call.settle_tools(f"Tool execution skipped: {call.failure}", ToolOutcome.CANCELLED):
                 yield run.message
             yield AssistantMessage.api_error(deps, f"Error: {call.failure}", error=ModelErrorKind.HARNESS.value)
             yield _end(Terminal.MODEL_ERROR, turn, error=str(call.failure))
@@ -133,7 +130,8 @@ async def query_loop(
             return
 
         # 6. Run the tools (already running if the executor streamed them).
-        for batch in partition_tool_calls(call.tool_blocks, params.tools):
+        call.start_tools()
+        for batch in call.executor.batches():
             yield TraceEvent(
                 TraceKind.TOOL_BATCH,
                 turn,
@@ -211,7 +209,9 @@ class _ModelCall:
 
     def __init__(self, params: LoopParams) -> None:
         self.params = params
-        self.executor: StreamingToolExecutor | None = None
+        self.executor = StreamingToolExecutor(params.rctx)
+        # Without streaming execution, tools are handed over only once the response is done.
+        self._stream_tools = params.settings.streaming_tool_execution
         self.assistant_messages: list[AssistantMessage] = []
         self.tool_blocks: list[JsonDict] = []
         self._tool_owner: dict[str, AssistantMessage] = {}
@@ -233,7 +233,8 @@ class _ModelCall:
                 except StopAsyncIteration:
                     break
                 if isinstance(event, StreamEvent):
-                    yield event
+                    if self.params.emit_stream_events:
+                        yield event
                 elif isinstance(event, BlockComplete):
                     yield self._on_block(event)
                 elif isinstance(event, ResponseEnd):
@@ -252,7 +253,7 @@ class _ModelCall:
         if self.api_error is not None:
             # The API answered with an error: the partial response's tools are discarded
             # (their results say so) and the error is reported as an assistant message.
-            for run in self.discard_tools(f"API error: {self.api_error}"):
+            for run in await self.settle_tools(f"API error: {self.api_error}", ToolOutcome.CANCELLED):
                 yield run.message
             self.api_error_text = _api_error_text(self.api_error)
             yield self._api_error_message(self.api_error_text, self.api_error.kind)
@@ -289,7 +290,7 @@ class _ModelCall:
         if event.block["type"] == "tool_use":
             self.tool_blocks.append(event.block)
             self._tool_owner[event.block["id"]] = message
-            if self.executor is not None:
+            if self._stream_tools:
                 self.executor.add_tool(event.block, message)
         return message
 
@@ -304,31 +305,22 @@ class _ModelCall:
             last["stop_sequence"] = event.stop_sequence
             last["usage"] = event.usage
 
-    async def tool_results(self) -> AsyncIterator[ToolRun]:
-        if self.executor is not None:
-            async for run in self.executor.results():
-                yield run
-            return
-        calls = [(block, self._tool_owner[block["id"]]) for block in self.tool_blocks]
-        async for run in run_tools(calls, self.params.rctx):
-            yield run
+    def start_tools(self) -> None:
+        """Hand the response's tool calls to the executor if streaming did not already."""
+        if not self._stream_tools:
+            for block in self.tool_blocks:
+                self.executor.add_tool(block, self._tool_owner[block["id"]])
+            self._stream_tools = True
 
-    async def interrupted_results(self) -> list[ToolRun]:
-        """Results for this attempt's tool calls after an abort: what finished keeps its
-        result, the rest are answered "Interrupted by user"."""
-        if self.executor is None:
-            return self._synthetic_for_all(INTERRUPTED_TOOL_RESULT, ToolOutcome.INTERRUPTED)
-        self.executor.discard(INTERRUPTED_TOOL_RESULT, outcome=ToolOutcome.INTERRUPTED)
+    def tool_results(self) -> AsyncIterator[ToolRun]:
+        return self.executor.results()
+
+    async def settle_tools(self, reason: str, outcome: ToolOutcome) -> list[ToolRun]:
+        """Results for every tool call of this response when it will not run normally: what
+        already finished keeps its real result, the rest are answered with ``reason``."""
+        self.executor.discard(reason, outcome=outcome)
+        self.start_tools()  # calls not handed over yet are answered at once, never started
         return [run async for run in self.executor.results()]
-
-    def discard_tools(self, reason: str) -> list[ToolRun]:
-        if self.executor is not None:
-            self.executor.discard(reason)
-        return self._synthetic_for_all(reason, ToolOutcome.CANCELLED)
-
-    def _synthetic_for_all(self, text: str, outcome: ToolOutcome) -> list[ToolRun]:
-        deps = self.params.deps
-        return [synthetic_tool_run(b, self._tool_owner[b["id"]], deps, text, outcome) for b in self.tool_blocks]
 
     def trace_event(self, turn: int, request: ModelRequest) -> TraceEvent:
         data: JsonDict = {

@@ -31,6 +31,7 @@ __all__ = [
     "ToolBatch",
     "ToolRun",
     "ToolRunContext",
+    "group_batches",
     "partition_tool_calls",
     "run_tools",
 ]
@@ -91,9 +92,13 @@ class ToolBatch:
 
 def partition_tool_calls(blocks: Sequence[JsonDict], tools: Mapping[str, Tool]) -> list[ToolBatch]:
     """Consecutive concurrency-safe calls form one batch; each unsafe call is a batch alone."""
+    return group_batches([(block, _check_call(block, tools).concurrency_safe) for block in blocks])
+
+
+def group_batches(calls: Sequence[tuple[JsonDict, bool]]) -> list[ToolBatch]:
+    """Batches from calls already marked concurrency-safe or not."""
     batches: list[ToolBatch] = []
-    for block in blocks:
-        safe = _is_concurrency_safe(block, tools)
+    for block, safe in calls:
         if safe and batches and batches[-1].concurrent:
             batches[-1] = ToolBatch(True, (*batches[-1].blocks, block))
         else:
@@ -101,14 +106,27 @@ def partition_tool_calls(blocks: Sequence[JsonDict], tools: Mapping[str, Tool]) 
     return batches
 
 
-def _is_concurrency_safe(block: JsonDict, tools: Mapping[str, Tool]) -> bool:
+@dataclass(frozen=True)
+class _CallCheck:
+    """What is known about a call before it runs (computed once per call)."""
+
+    tool: Tool | None
+    problem: str | None
+    concurrency_safe: bool
+
+
+def _check_call(block: JsonDict, tools: Mapping[str, Tool]) -> _CallCheck:
     tool = tools.get(block["name"])
-    if tool is None or _validation_error(tool, block["input"]) is not None:
-        return False
+    if tool is None:
+        return _CallCheck(None, None, False)
+    problem = _validation_error(tool, block["input"])
+    if problem is not None:
+        return _CallCheck(tool, problem, False)
     try:
-        return bool(tool.is_concurrency_safe(block["input"]))
+        safe = bool(tool.is_concurrency_safe(block["input"]))
     except Exception:  # noqa: BLE001 - a tool that cannot tell is treated as unsafe
-        return False
+        safe = False
+    return _CallCheck(tool, None, safe)
 
 
 _VALIDATORS: dict[int, Any] = {}
@@ -136,7 +154,7 @@ class _Status(StrEnum):
 class _Entry:
     block: JsonDict
     assistant: AssistantMessage
-    concurrency_safe: bool
+    check: _CallCheck
     done: asyncio.Future[ToolRun]
     status: _Status = _Status.QUEUED
     task: asyncio.Task[None] | None = None
@@ -149,23 +167,23 @@ class StreamingToolExecutor:
     def __init__(self, rctx: ToolRunContext) -> None:
         self._rctx = rctx
         self._entries: list[_Entry] = []
-        self._discarded: str | None = None
+        self._discarded: tuple[str, ToolOutcome] | None = None
         # Concurrent siblings share an abort: a failing Bash call cancels the others.
         self._siblings = AbortController()
 
     def add_tool(self, block: JsonDict, assistant: AssistantMessage) -> None:
         """Queue a complete tool_use block and start it if nothing unsafe is in the way."""
         loop = asyncio.get_running_loop()
-        entry = _Entry(block, assistant, _is_concurrency_safe(block, self._rctx.tools), loop.create_future())
+        entry = _Entry(block, assistant, _check_call(block, self._rctx.tools), loop.create_future())
         self._entries.append(entry)
         if self._discarded is not None:
-            self._finish(entry, self._synthetic(entry, self._discarded, ToolOutcome.CANCELLED))
+            self._finish(entry, self._synthetic(entry, *self._discarded))
             return
         self._process_queue()
 
-    @property
-    def blocks(self) -> list[JsonDict]:
-        return [entry.block for entry in self._entries]
+    def batches(self) -> list[ToolBatch]:
+        """The calls grouped as they run: consecutive concurrency-safe calls together."""
+        return group_batches([(entry.block, entry.check.concurrency_safe) for entry in self._entries])
 
     async def results(self) -> AsyncIterator[ToolRun]:
         """Every call's result, in the order the calls were added, once each is done."""
@@ -175,7 +193,7 @@ class StreamingToolExecutor:
     def discard(self, reason: str, *, outcome: ToolOutcome = ToolOutcome.CANCELLED) -> None:
         """Stop queued calls and answer running ones with a synthetic error (``reason``);
         calls that already finished keep their real results."""
-        self._discarded = reason
+        self._discarded = (reason, outcome)
         for entry in self._entries:
             if entry.status is _Status.COMPLETED:
                 continue
@@ -199,7 +217,7 @@ class StreamingToolExecutor:
             return True
         if len(executing) >= self._rctx.max_concurrency:
             return False
-        return entry.concurrency_safe and all(e.concurrency_safe for e in executing)
+        return entry.check.concurrency_safe and all(e.check.concurrency_safe for e in executing)
 
     def _process_queue(self) -> None:
         for entry in self._entries:
@@ -210,14 +228,14 @@ class StreamingToolExecutor:
             self._start(entry)
 
     def _start(self, entry: _Entry) -> None:
-        if not entry.concurrency_safe or not any(e.status is _Status.EXECUTING for e in self._entries):
+        if not entry.check.concurrency_safe or not any(e.status is _Status.EXECUTING for e in self._entries):
             self._siblings = AbortController()  # a new batch: no siblings yet
         entry.status = _Status.EXECUTING
         siblings = self._siblings
 
         async def run() -> None:
-            result = await run_tool_use(entry.block, entry.assistant, self._rctx, siblings=siblings)
-            if result.outcome is ToolOutcome.ERROR and entry.block["name"] == "Bash" and entry.concurrency_safe:
+            result = await run_tool_use(entry.block, entry.assistant, self._rctx, siblings=siblings, check=entry.check)
+            if result.outcome is ToolOutcome.ERROR and entry.block["name"] == "Bash" and entry.check.concurrency_safe:
                 siblings.abort(f"Cancelled: parallel tool call Bash({entry.block['id']}) errored")
             self._finish(entry, result)
 
@@ -276,7 +294,12 @@ def _result_message(
 
 
 async def run_tool_use(
-    block: JsonDict, assistant: AssistantMessage, rctx: ToolRunContext, *, siblings: AbortController
+    block: JsonDict,
+    assistant: AssistantMessage,
+    rctx: ToolRunContext,
+    *,
+    siblings: AbortController,
+    check: _CallCheck | None = None,
 ) -> ToolRun:
     """One tool call through the whole pipeline: lookup, validation, hooks, permissions, the
     call itself (abortable), size limits. Never raises: every failure is an error result."""
@@ -291,12 +314,12 @@ async def run_tool_use(
             **extra,
         )
 
-    tool = rctx.tools.get(block["name"])
+    check = check or _check_call(block, rctx.tools)
+    tool = check.tool
     if tool is None:
         return fail(f"No such tool available: {block['name']}", ToolOutcome.UNKNOWN_TOOL)
-    problem = _validation_error(tool, block["input"])
-    if problem is not None:
-        return fail(f"InputValidationError: {problem}", ToolOutcome.INVALID_INPUT)
+    if check.problem is not None:
+        return fail(f"InputValidationError: {check.problem}", ToolOutcome.INVALID_INPUT)
     if rctx.abort.aborted:
         return fail(INTERRUPTED_TOOL_RESULT, ToolOutcome.INTERRUPTED)
 

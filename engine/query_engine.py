@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from engine.cost import cost_usd
 from engine.deps import QueryDeps
 from engine.events import LoopEnd, RequestStart, TraceEvent, TraceKind
 from engine.hooks import Hooks
-from engine.loop import LoopParams, query
+from engine.loop import LoopItem, LoopParams, query
 from engine.messages import AssistantMessage, Message, ProgressMessage, SystemMessage, SystemSubtype, UserMessage
 from engine.model import StreamEvent
 from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunContext
@@ -140,9 +141,7 @@ class QueryEngine:
         self.mutable_messages.append(user)
         yield user
 
-        usage: dict[str, int] = dict.fromkeys(_USAGE_KEYS, 0)
-        end: LoopEnd | None = None
-        last_response: list[AssistantMessage] = []
+        tally = _TurnTally()
         params = LoopParams(
             deps=self.deps,
             settings=self.settings,
@@ -156,37 +155,41 @@ class QueryEngine:
                 denials=self.permission_denials,
                 max_concurrency=self.settings.max_tool_concurrency,
             ),
+            emit_stream_events=self.include_stream_events,
         )
         try:
             async with aclosing(query(list(self.mutable_messages), params)) as items:
                 async for item in items:
-                    if isinstance(item, StreamEvent):
-                        if self.include_stream_events:
-                            yield item
-                    elif isinstance(item, RequestStart):
-                        self.transcript.flush()
-                    elif isinstance(item, TraceEvent):
-                        self.trace.append(item)
-                        if item.kind is TraceKind.MODEL_CALL:
-                            _add_usage(usage, item.data.get("usage") or {})
-                        yield item
-                    elif isinstance(item, LoopEnd):
-                        end = item
-                    else:
-                        self._accept(item)
-                        if isinstance(item, AssistantMessage) and not item.is_api_error_message:
-                            if not last_response or last_response[-1].message["id"] != item.message["id"]:
-                                last_response = []
-                            last_response.append(item)
+                    if self._observe(item, tally):
                         yield item
         finally:
             self.transcript.flush()
+        end = tally.end
         assert end is not None, "query_loop ended without a LoopEnd"
         terminal_event = TraceEvent(TraceKind.TERMINAL, end.turn_count, {"reason": end.terminal.value})
         self.trace.append(terminal_event)
         yield terminal_event
-        _add_usage(self.total_usage, usage)
-        yield self._result(end, usage, last_response, started)
+        _add_usage(self.total_usage, tally.usage)
+        yield self._result(end, tally, started)
+
+    def _observe(self, item: LoopItem, tally: _TurnTally) -> bool:
+        """Take in one item from the loop; True when the caller should see it."""
+        if isinstance(item, StreamEvent):
+            return self.include_stream_events
+        if isinstance(item, RequestStart):
+            self.transcript.flush()  # what the last pass produced is on disk before the next call
+            return False
+        if isinstance(item, LoopEnd):
+            tally.end = item
+            return False
+        if isinstance(item, TraceEvent):
+            self.trace.append(item)
+            if item.kind is TraceKind.MODEL_CALL:
+                _add_usage(tally.usage, item.data.get("usage") or {})
+            return True
+        self._accept(item)
+        tally.note_response(item)
+        return True
 
     def _accept(self, message: Message) -> None:
         """A message from the loop joins the history and the transcript (progress excepted)."""
@@ -210,10 +213,9 @@ class QueryEngine:
         session_id, cwd = self.session_id, str(self.workspace)
         self.transcript.enqueue(lambda: {**message.to_record(), "session_id": session_id, "cwd": cwd})
 
-    def _result(
-        self, end: LoopEnd, usage: dict[str, int], last_response: list[AssistantMessage], started: Any
-    ) -> QueryResult:
-        text = "".join(b.get("text", "") for m in last_response for b in m.content if b.get("type") == "text")
+    def _result(self, end: LoopEnd, tally: _TurnTally, started: datetime) -> QueryResult:
+        text = tally.final_text()
+        usage = tally.usage
         if end.terminal is Terminal.MAX_TURNS:
             subtype = ResultSubtype.ERROR_MAX_TURNS
         elif end.terminal is Terminal.COMPLETED and end.error is None:
@@ -237,6 +239,25 @@ class QueryEngine:
     def close(self) -> None:
         """Write what is queued and close the transcript."""
         self.transcript.close()
+
+
+@dataclass
+class _TurnTally:
+    """What a turn adds up to while it runs: usage, the last response's blocks, the end."""
+
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_USAGE_KEYS, 0))
+    last_response: list[AssistantMessage] = field(default_factory=list)
+    end: LoopEnd | None = None
+
+    def note_response(self, message: Message) -> None:
+        if not isinstance(message, AssistantMessage) or message.is_api_error_message:
+            return
+        if self.last_response and self.last_response[-1].message["id"] != message.message["id"]:
+            self.last_response = []
+        self.last_response.append(message)
+
+    def final_text(self) -> str:
+        return "".join(b.get("text", "") for m in self.last_response for b in m.content if b.get("type") == "text")
 
 
 def _add_usage(total: dict[str, int], usage: JsonDict) -> None:

@@ -1,0 +1,56 @@
+"""The harness around the engine: a deterministic fake model served through an ``httpx2``
+transport (so the real SDK parses every byte), scripted by scenario files."""
+
+from replay.fake import (
+    FakeModel,
+    FakeModelError,
+    FakeModelTransport,
+    FakeResponse,
+    ReceivedRequest,
+    ScenarioExhaustedError,
+    SyncFakeModelTransport,
+)
+from replay.scenario import (
+    SCENARIO_VERSION,
+    DropConnection,
+    ErrorType,
+    FaultKind,
+    HttpError,
+    RedactedThinkingBlock,
+    Scenario,
+    ScenarioError,
+    StopReason,
+    StreamError,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Turn,
+    Usage,
+    load_scenario,
+)
+
+__all__ = [
+    "SCENARIO_VERSION",
+    "DropConnection",
+    "ErrorType",
+    "FakeModel",
+    "FakeModelError",
+    "FakeModelTransport",
+    "FakeResponse",
+    "FaultKind",
+    "HttpError",
+    "ReceivedRequest",
+    "RedactedThinkingBlock",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioExhaustedError",
+    "StopReason",
+    "StreamError",
+    "SyncFakeModelTransport",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolUseBlock",
+    "Turn",
+    "Usage",
+    "load_scenario",
+]
