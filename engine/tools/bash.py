@@ -94,44 +94,76 @@ class BashTool(Tool):
         if ctx.abort.aborted:
             raise ToolError("Interrupted by user")
         timeout_s = _timeout_seconds(tool_input, ctx)
-        try:
-            process = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                tool_input["command"],
-                cwd=ctx.workspace_root,
-                env=scrubbed_environment(os.environ),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                # Its own process group, so a timeout or an abort can stop everything it started.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise ToolError(f"Cannot start bash in the workspace: {exc.strerror or exc}.") from exc
         output = _BoundedOutput(ctx.bash_max_output_chars)
-        assert process.stdout is not None
-        reader = asyncio.create_task(output.drain(process.stdout))
-        exited = asyncio.create_task(process.wait())
-        aborted = asyncio.create_task(ctx.abort.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {exited, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            aborted.cancel()
-            _kill_group(process)
-            await _settle(exited, reader)
-        if exited not in done:
-            if aborted in done:
-                raise ToolError("Interrupted by user")
+        code = await _run(tool_input["command"], ctx, timeout_s, output)
+        if code is None:
             timed_out = f"Command timed out after {timeout_s:g} seconds and was killed."
             return ToolResult(_join(output.text(), timed_out), is_error=True)
-        code = exited.result()
         if code != 0:
             status = f"Exit code {code}" if code > 0 else f"Killed by signal {-code}"
             return ToolResult(_join(output.text(), status), is_error=True)
         return ToolResult(output.text())
+
+
+async def _run(command: str, ctx: ToolUseContext, timeout_s: float, output: _BoundedOutput) -> int | None:
+    """Run ``command`` into ``output``; its exit status, or None if it timed out. Whatever the
+    outcome (an abort raises ToolError, a cancelled task CancelledError), its process group is
+    killed before this returns."""
+    # Our own pipe rather than asyncio's: asyncio's `wait()` also waits for its pipes to close,
+    # which a background process holding stdout could put off indefinitely.
+    read_fd, write_fd = os.pipe()
+    stream = asyncio.StreamReader()
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
+        )
+    except BaseException:
+        os.close(write_fd)
+        raise
+    try:
+        process = await _spawn(command, ctx, write_fd)
+    except BaseException:
+        transport.close()
+        raise
+    finally:
+        # The command holds its own copies; ours would keep the pipe from ever reaching EOF.
+        os.close(write_fd)
+    reader = asyncio.create_task(output.drain(stream))
+    exited = asyncio.create_task(process.wait())
+    aborted = asyncio.create_task(ctx.abort.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {exited, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        aborted.cancel()
+        _kill_group(process)
+        await _settle(exited, reader)
+        transport.close()
+    if exited in done:
+        return exited.result()
+    if aborted in done:
+        raise ToolError("Interrupted by user")
+    return None
+
+
+async def _spawn(command: str, ctx: ToolUseContext, output_fd: int) -> asyncio.subprocess.Process:
+    """Start ``bash -c command`` in the workspace, without credentials, writing to ``output_fd``."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=ctx.workspace_root,
+            env=scrubbed_environment(os.environ),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=output_fd,
+            stderr=output_fd,
+            # Its own process group, so a timeout or an abort can stop everything it started.
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"Cannot start bash in the workspace: {exc.strerror or exc}.") from exc
 
 
 def _timeout_seconds(tool_input: JsonDict, ctx: ToolUseContext) -> float:
@@ -145,7 +177,7 @@ def _timeout_seconds(tool_input: JsonDict, ctx: ToolUseContext) -> float:
 def _kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGKILL the command's process group: the shell and whatever it left running."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _settle(exited: asyncio.Task[int], reader: asyncio.Task[None]) -> None:

@@ -78,7 +78,9 @@ class EditTool(Tool):
         else:
             count = original.count(old)
             if count == 0:
-                raise ToolError(f"String to replace not found in {file_path}. old_string must match the file exactly.")
+                raise ToolError(
+                    f"String to replace not found in {file_path}. old_string must match the file exactly."
+                )
             if count > 1 and not replace_all:
                 raise ToolError(
                     f"Found {count} matches of old_string in {file_path}, but replace_all is false. "

@@ -157,8 +157,11 @@ class GlobTool(Tool):
             )
         base = resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
         if not base.is_dir():
-            raise ToolError(f"Cannot search {tool_input.get('path')}: it is not a directory in the workspace.")
-        matches = await asyncio.to_thread(_matching_files, base, pattern.removeprefix("./"), ctx.workspace_root)
+            raise ToolError(
+                f"Cannot search {tool_input.get('path')}: it is not a directory in the workspace."
+            )
+        pattern = pattern.removeprefix("./")
+        matches = await asyncio.to_thread(_matching_files, base, pattern, ctx.workspace_root)
         if not matches:
             return ToolResult("No files found")
         lines = matches[:MAX_GLOB_RESULTS]

@@ -48,7 +48,11 @@ class GrepTool(Tool):
         "properties": {
             "pattern": {"type": "string", "minLength": 1, "description": "The regular expression."},
             "path": {"type": "string", "description": "File or directory to search in."},
-            "glob": {"type": "string", "minLength": 1, "description": "Only search files matching this glob."},
+            "glob": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Only search files matching this glob.",
+            },
             "output_mode": {"type": "string", "enum": list(OUTPUT_MODES), "default": "files_with_matches"},
             "-i": {"type": "boolean", "description": "Case-insensitive search."},
         },
@@ -72,7 +76,9 @@ class GrepTool(Tool):
         try:
             regex = re.compile(pattern, re.IGNORECASE if tool_input.get("-i") else 0)
         except re.error as exc:
-            raise ToolError(f"Invalid regular expression {pattern!r}: {exc}. Grep uses Python `re` syntax.") from exc
+            raise ToolError(
+                f"Invalid regular expression {pattern!r}: {exc}. Grep uses Python `re` syntax."
+            ) from exc
         base = resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
         if not base.exists():
             raise ToolError(f"Path does not exist: {tool_input.get('path')}.")
@@ -140,7 +146,11 @@ def _render(found: list[_FileMatches], output_mode: str) -> str:
     if output_mode == "count":
         total = sum(len(f.lines) for f in found)
         counts = "\n".join(f"{f.path}:{len(f.lines)}" for f in found)
-        return f"{counts}\n\nFound {total} matching {_plural(total, 'line')} across {len(found)} {_plural(len(found), 'file')}."
+        files = len(found)
+        return (
+            f"{counts}\n\nFound {total} matching {_plural(total, 'line')} "
+            f"across {files} {_plural(files, 'file')}."
+        )
     return f"Found {len(found)} {_plural(len(found), 'file')}\n" + "\n".join(f.path for f in found)
 
 

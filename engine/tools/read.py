@@ -114,7 +114,10 @@ def _read_text(path: Path, file_path: str) -> str:
     except OSError as exc:
         raise ToolError(f"Cannot read {file_path}: {exc.strerror or exc}.") from exc
     if b"\0" in data[:_BINARY_SNIFF_BYTES]:
-        raise ToolError(f"Cannot read {file_path}: it is a binary file (it contains NUL bytes); Read shows text files only.")
+        raise ToolError(
+            f"Cannot read {file_path}: it is a binary file (it contains NUL bytes); "
+            "Read shows text files only."
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -43,8 +43,8 @@ def apply_result_size_limit(tool: Tool, tool_use_id: str, content: str, ctx: Too
 
 def _check_tool_use_id(tool_use_id: str) -> None:
     """The id becomes a file name: refuse anything that could name a file elsewhere."""
-    separators = {"/", "\\", os.sep, os.altsep or "/"}
-    if not tool_use_id or ".." in tool_use_id or "\0" in tool_use_id or any(s in tool_use_id for s in separators):
+    forbidden = {"/", "\\", "..", "\0", os.sep, os.altsep or "/"}
+    if not tool_use_id or any(part in tool_use_id for part in forbidden):
         raise ToolError(
             f"Cannot save the result of tool_use {tool_use_id!r}: the id is empty or contains a path "
             "separator or '..', so it cannot be used as a file name."
