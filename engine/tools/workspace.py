@@ -43,12 +43,12 @@ def resolve_in_workspace(path: str, root: Path) -> Path:
     lexical = Path(os.path.abspath(candidate))
     if lexical.is_relative_to(os.path.abspath(root)) or lexical.is_relative_to(real_root):
         raise WorkspaceEscapeError(
-            f"Path '{path}' leads through a symbolic link to {real}, which is outside the "
-            f"workspace {root}; tools may only touch files inside it."
+            f"Path '{path}' leads through a symbolic link to a place outside the workspace; "
+            "tools may only touch files inside it."
         )
-    raise WorkspaceEscapeError(
-        f"Path '{path}' is outside the workspace {root}; tools may only touch files inside it."
-    )
+    # The message goes back to the model: it names no host path, so a request reads the same
+    # on every machine.
+    raise WorkspaceEscapeError(f"Path '{path}' is outside the workspace; tools may only touch files inside it.")
 
 
 def display_path(real: Path, root: Path) -> str:

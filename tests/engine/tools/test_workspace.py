@@ -34,7 +34,7 @@ def test_escape_via_dotdot_is_refused(root: Path) -> None:
     with pytest.raises(WorkspaceEscapeError) as caught:
         resolve_in_workspace("../etc/passwd", root)
     assert str(caught.value) == (
-        f"Path '../etc/passwd' is outside the workspace {root}; tools may only touch files inside it."
+        "Path '../etc/passwd' is outside the workspace; tools may only touch files inside it."
     )
 
 
@@ -42,7 +42,7 @@ def test_escape_via_absolute_path_is_refused(root: Path) -> None:
     with pytest.raises(WorkspaceEscapeError) as caught:
         resolve_in_workspace("/etc/passwd", root)
     assert str(caught.value) == (
-        f"Path '/etc/passwd' is outside the workspace {root}; tools may only touch files inside it."
+        "Path '/etc/passwd' is outside the workspace; tools may only touch files inside it."
     )
 
 
@@ -53,9 +53,10 @@ def test_escape_via_a_symlink_pointing_out_is_refused(root: Path, tmp_path: Path
     with pytest.raises(WorkspaceEscapeError) as caught:
         resolve_in_workspace("link/secret.txt", root)
     assert str(caught.value) == (
-        f"Path 'link/secret.txt' leads through a symbolic link to {outside.resolve() / 'secret.txt'}, "
-        f"which is outside the workspace {root}; tools may only touch files inside it."
+        "Path 'link/secret.txt' leads through a symbolic link to a place outside the workspace; "
+        "tools may only touch files inside it."
     )
+    assert str(tmp_path) not in str(caught.value)
 
 
 def test_a_dangling_symlink_pointing_out_is_refused(root: Path, tmp_path: Path) -> None:
