@@ -196,7 +196,7 @@ def _build_request(working: Sequence[Message], params: LoopParams, state: State)
     return ModelRequest(
         model=settings.model,
         messages=api_messages,
-        max_tokens=state.max_output_tokens_override or settings.max_output_tokens,
+        max_tokens=state.max_output_tokens_override or settings.default_max_output_tokens,
         system=settings.system_prompt,
         tools=[tool.api_schema() for tool in params.tools.values()],
         thinking=settings.thinking,

@@ -40,6 +40,7 @@ class QuerySource(StrEnum):
     """Why a request is made (the main loop, or the engine's own queries such as compaction)."""
 
     MAIN = "main"
+    COMPACT = "compact"
 
 
 class ModelErrorKind(StrEnum):
@@ -89,6 +90,8 @@ class ModelRequest:
     tools: list[JsonDict] = field(default_factory=list)
     thinking: JsonDict | None = None
     query_source: QuerySource = QuerySource.MAIN
+    # False for the streaming fallback: the same request, answered as one JSON message.
+    stream: bool = True
 
     def params(self) -> JsonDict:
         """Keyword arguments for ``messages.create`` (empty options left out, so the body
