@@ -1,16 +1,16 @@
-"""The model client: one streamed Messages API call through the official SDK.
+"""The model client: one Messages API call through the official SDK, streamed or not.
 
 ``AnthropicModel`` wraps ``anthropic.AsyncAnthropic`` over an injected ``httpx2.AsyncClient``,
 so the transport (live HTTP, a recorder, a cassette, the fake model) is the only thing that
 changes between a live session and a replay. It makes exactly one attempt (``max_retries=0``):
 retrying belongs to the engine, so every attempt is a visible, recorded interaction.
+Failures are classified by ``engine.model_errors`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import anthropic
 import httpx2
+
+from engine.model_errors import ModelError, ModelErrorKind, classify_error
 
 __all__ = [
     "AnthropicModel",
@@ -27,6 +29,7 @@ __all__ = [
     "ModelErrorKind",
     "ModelEvent",
     "ModelRequest",
+    "NON_STREAMING_TIMEOUT_S",
     "QuerySource",
     "ResponseEnd",
     "StreamEvent",
@@ -41,42 +44,6 @@ class QuerySource(StrEnum):
 
     MAIN = "main"
     COMPACT = "compact"
-
-
-class ModelErrorKind(StrEnum):
-    PROMPT_TOO_LONG = "prompt_too_long"
-    MEDIA_TOO_LARGE = "media_too_large"
-    MAX_OUTPUT_TOKENS = "max_output_tokens"
-    OVERLOADED = "overloaded"
-    RATE_LIMITED = "rate_limited"
-    SERVER_ERROR = "server_error"
-    CONNECTION_DROPPED = "connection_dropped"
-    CONNECTION_FAILED = "connection_failed"
-    AUTHENTICATION = "authentication"
-    INVALID_REQUEST = "invalid_request"
-    # A failure inside the transport that is not a network fault (a cassette miss, a fake
-    # model whose script ran out): never retried, never read as a fault of the API.
-    HARNESS = "harness"
-
-
-@dataclass(eq=False)
-class ModelError(Exception):
-    """A failed model call, classified into the engine's terms."""
-
-    kind: ModelErrorKind
-    message: str
-    status: int | None = None
-    retry_after_s: float | None = None
-    should_retry: bool | None = None
-    request_id: str | None = None
-    error_type: str | None = None
-    cause: BaseException | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        super().__init__(self.message)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,7 +82,8 @@ class StreamEvent:
 
 @dataclass(frozen=True, slots=True)
 class BlockComplete:
-    """A content block finished streaming: the engine wraps it in an assistant message."""
+    """A content block is complete: the engine wraps it in an assistant message. ``usage`` is
+    what was known then (``message_start``'s when streamed; the final usage when not)."""
 
     message_id: str
     model: str
@@ -136,6 +104,9 @@ class ResponseEnd:
 
 ModelEvent = StreamEvent | BlockComplete | ResponseEnd
 
+# The SDK's own default timeout; a non-streamed response must arrive whole within it.
+NON_STREAMING_TIMEOUT_S = 600.0
+
 
 class ModelClient(Protocol):
     """What the loop calls to talk to a model."""
@@ -153,6 +124,7 @@ class AnthropicModel:
         api_key: str = "sk-ant-replay-placeholder",
         base_url: str | None = None,
         default_headers: Mapping[str, str] | None = None,
+        non_streaming_timeout_s: float = NON_STREAMING_TIMEOUT_S,
     ) -> None:
         self.client = anthropic.AsyncAnthropic(
             api_key=api_key,
@@ -161,8 +133,15 @@ class AnthropicModel:
             max_retries=0,
             default_headers=dict(default_headers or {}),
         )
+        self.non_streaming_timeout_s = non_streaming_timeout_s
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """The response as events: raw ``StreamEvent``s (streamed requests only), one
+        ``BlockComplete`` per content block, then ``ResponseEnd``. Failures raise ``ModelError``."""
+        if not request.stream:
+            for completed in await self._create(request):
+                yield completed
+            return
         try:
             stream = await self.client.messages.create(**request.params(), stream=True)
         except Exception as exc:  # noqa: BLE001 - every failure is classified, none escapes raw
@@ -178,6 +157,48 @@ class AnthropicModel:
             raise classify_error(exc, mid_stream=True) from exc
         finally:
             await stream.close()
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The request's input tokens, from ``POST /v1/messages/count_tokens`` (same body
+        minus ``max_tokens``). Failures raise ``ModelError``."""
+        params = request.params()
+        del params["max_tokens"]
+        try:
+            counted = await self.client.messages.count_tokens(**params)
+        except Exception as exc:  # noqa: BLE001
+            raise classify_error(exc) from exc
+        return counted.input_tokens
+
+    async def _create(self, request: ModelRequest) -> list[BlockComplete | ResponseEnd]:
+        # An explicit timeout: without one the SDK refuses any non-streamed call whose
+        # max_tokens suggests more than 10 minutes (over ~21,000), which the escalated
+        # 64,000 of a max-output-tokens retry would be.
+        try:
+            message = await self.client.messages.create(**request.params(), timeout=self.non_streaming_timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            raise classify_error(exc) from exc
+        usage = _usage_dict(message.usage)
+        # ``_request_id`` is the SDK's documented (public despite the underscore) accessor.
+        request_id = message._request_id
+        events: list[BlockComplete | ResponseEnd] = [
+            BlockComplete(
+                message_id=message.id,
+                model=message.model,
+                block=_block_start(block.to_dict()),
+                usage=dict(usage),
+                request_id=request_id,
+            )
+            for block in message.content
+        ]
+        events.append(
+            ResponseEnd(
+                message_id=message.id,
+                stop_reason=message.stop_reason,
+                stop_sequence=message.stop_sequence,
+                usage=dict(usage),
+            )
+        )
+        return events
 
 
 class _ResponseAssembler:
@@ -260,77 +281,3 @@ def _usage_dict(usage: Any) -> JsonDict:
     if usage is None:
         return {}
     return {k: v for k, v in usage.to_dict().items() if v is not None and not isinstance(v, dict)}
-
-
-_PROMPT_TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
-_MEDIA_TOO_LARGE = re.compile(
-    r"image exceeds|image dimensions exceed|image.*too large|pdf.*(too large|pages)|document.*too large", re.IGNORECASE
-)
-
-
-def classify_error(exc: BaseException, *, mid_stream: bool = False) -> ModelError:
-    """Map an SDK or transport exception to a ``ModelError``."""
-    if isinstance(exc, ModelError):
-        return exc
-    if isinstance(exc, anthropic.APIStatusError):
-        return _classify_status(exc)
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__
-        # The SDK wraps anything the transport raises as "Connection error."; only genuine
-        # network failures are connection faults. Anything else (a cassette miss) is surfaced
-        # as itself, so the user sees the miss rather than a retried "network" error.
-        if cause is not None and not isinstance(cause, (httpx2.TransportError, OSError)):
-            return ModelError(ModelErrorKind.HARNESS, str(cause) or type(cause).__name__, cause=cause)
-        kind = ModelErrorKind.CONNECTION_FAILED
-        return ModelError(kind, f"Connection error: {cause or exc}", should_retry=True, cause=exc)
-    if isinstance(exc, (httpx2.TransportError, OSError)):
-        kind = ModelErrorKind.CONNECTION_DROPPED if mid_stream else ModelErrorKind.CONNECTION_FAILED
-        return ModelError(kind, f"Connection dropped mid-stream: {exc}", should_retry=True, cause=exc)
-    return ModelError(ModelErrorKind.HARNESS, f"{type(exc).__name__}: {exc}", cause=exc)
-
-
-def _classify_status(exc: anthropic.APIStatusError) -> ModelError:
-    status = exc.status_code
-    error_type = exc.type
-    message = exc.api_message or str(exc)
-    headers = exc.response.headers
-    should_retry_header = headers.get("x-should-retry")
-    should_retry = None if should_retry_header is None else should_retry_header == "true"
-    common: JsonDict = {
-        "status": status,
-        "should_retry": should_retry,
-        "request_id": exc.request_id,
-        "error_type": error_type,
-        "cause": exc,
-    }
-    if error_type == "overloaded_error" or status == 529:
-        kind = ModelErrorKind.OVERLOADED
-    elif status == 429 or error_type == "rate_limit_error":
-        kind = ModelErrorKind.RATE_LIMITED
-        common["retry_after_s"] = _retry_after(headers)
-    elif _MEDIA_TOO_LARGE.search(message):
-        kind = ModelErrorKind.MEDIA_TOO_LARGE
-    elif _PROMPT_TOO_LONG.search(message) or status == 413 or error_type == "request_too_large":
-        # A 413 is the request as a whole being too large: the same remedy as a long prompt.
-        kind = ModelErrorKind.PROMPT_TOO_LONG
-    elif status in (401, 403):
-        kind = ModelErrorKind.AUTHENTICATION
-    elif status >= 500 or error_type == "api_error":
-        kind = ModelErrorKind.SERVER_ERROR
-    else:
-        kind = ModelErrorKind.INVALID_REQUEST
-    if kind is not ModelErrorKind.RATE_LIMITED and "retry-after" in headers:
-        common["retry_after_s"] = _retry_after(headers)
-    return ModelError(kind, message, **common)
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return float(value) * scale
-        except ValueError:
-            continue
-    return None

@@ -3,41 +3,62 @@
 The API's iron rule is that every ``tool_use`` is answered by a ``tool_result`` with its id in
 the very next user message. Everything here exists to send a valid request whatever the history
 went through (aborts, partial streams, dropped results).
+
+Thinking rules (DESIGN §3.6): thinking blocks need thinking enabled, so without it they are
+removed; the last turn, when it is the assistant's, never ends with one; an assistant turn with
+nothing but thinking is dropped; otherwise a thinking block is sent exactly as produced
+(signature included) and stays with its trajectory, e.g. before the tool_use it led to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from engine.messages import MISSING_TOOL_RESULT, AssistantMessage, Message, UserMessage, tool_result_block
+from engine.messages import (
+    MISSING_TOOL_RESULT,
+    AssistantMessage,
+    AttachmentMessage,
+    Message,
+    UserMessage,
+    tool_result_block,
+)
 
-__all__ = ["normalize_messages_for_api"]
+__all__ = ["AttachmentRenderer", "normalize_messages_for_api"]
 
 JsonDict = dict[str, Any]
+# Renders an attachment's payload as the text the model reads, or None (or "") to leave it out.
+AttachmentRenderer = Callable[[JsonDict], str | None]
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
-def normalize_messages_for_api(messages: Sequence[Message]) -> list[JsonDict]:
+def normalize_messages_for_api(
+    messages: Sequence[Message],
+    *,
+    thinking_enabled: bool = True,
+    render_attachment: AttachmentRenderer | None = None,
+) -> list[JsonDict]:
     """The API view of ``messages``: only user and assistant turns, one response per assistant
     message, consecutive user content merged, tool_use/tool_result pairing repaired, and
-    thinking-only, whitespace-only and trailing-thinking content removed."""
+    thinking-only, whitespace-only and trailing-thinking content removed (all thinking when
+    ``thinking_enabled`` is false). With ``render_attachment``, each attachment it renders to
+    non-blank text becomes a user text block merged with the user content around it; without
+    it, attachments are left out."""
     api: list[JsonDict] = []
-    for message in _visible(messages):
-        role = message.message["role"]
-        content = _as_blocks(message.message["content"])
-        if api and api[-1]["role"] == role and (role == "user" or _same_response(api[-1], message)):
+    for role, content, response_id in _turns(messages, thinking_enabled, render_attachment):
+        if api and api[-1]["role"] == role and (role == "user" or _same_response(api[-1], response_id)):
             api[-1]["content"].extend(content)
         else:
             entry: JsonDict = {"role": role, "content": list(content)}
             if role == "assistant":
-                entry["_id"] = message.message.get("id")
+                entry["_id"] = response_id
             api.append(entry)
     api = [m for m in api if m["role"] == "user" or _has_substance(m["content"])]
-    api = _merge_adjacent(api)
+    api = _repair_pairing(_merge_adjacent(api))
+    # After the repair, which may drop a last user turn of orphaned results: the assistant
+    # turn before it becomes the last, and must not end with thinking either.
     if api and api[-1]["role"] == "assistant":
         _strip_trailing_thinking(api[-1])
-    api = _repair_pairing(api)
     for entry in api:
         entry.pop("_id", None)
         if entry["role"] == "user":
@@ -45,12 +66,23 @@ def normalize_messages_for_api(messages: Sequence[Message]) -> list[JsonDict]:
     return api
 
 
-def _visible(messages: Iterable[Message]) -> Iterable[UserMessage | AssistantMessage]:
+def _turns(
+    messages: Iterable[Message], thinking_enabled: bool, render_attachment: AttachmentRenderer | None
+) -> Iterable[tuple[str, list[JsonDict], str | None]]:
+    """(role, content blocks, response id) of every message the API sees, in order."""
     for message in messages:
         if isinstance(message, UserMessage):
-            yield message
+            yield "user", _as_blocks(message.message["content"]), None
         elif isinstance(message, AssistantMessage) and not message.is_api_error_message:
-            yield message
+            content = _as_blocks(message.message["content"])
+            if not thinking_enabled:
+                content = [b for b in content if b.get("type") not in _THINKING_TYPES]
+            yield "assistant", content, message.message.get("id")
+        elif isinstance(message, AttachmentMessage) and render_attachment is not None:
+            text = render_attachment(message.attachment)
+            # The API refuses an empty or blank text block: such a rendering says nothing anyway.
+            if text is not None and text.strip():
+                yield "user", [{"type": "text", "text": text}], None
 
 
 def _as_blocks(content: str | list[JsonDict]) -> list[JsonDict]:
@@ -59,9 +91,9 @@ def _as_blocks(content: str | list[JsonDict]) -> list[JsonDict]:
     return list(content)
 
 
-def _same_response(entry: JsonDict, message: AssistantMessage) -> bool:
+def _same_response(entry: JsonDict, response_id: str | None) -> bool:
     # The stream yields one message per content block; blocks of one response share its id.
-    return entry.get("_id") is not None and entry["_id"] == message.message.get("id")
+    return entry.get("_id") is not None and entry["_id"] == response_id
 
 
 def _has_substance(blocks: list[JsonDict]) -> bool:

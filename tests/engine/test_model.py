@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import dataclasses
+
 import httpx2
 import pytest
 
@@ -18,12 +20,14 @@ from engine.model import (
     ResponseEnd,
     StreamEvent,
 )
+from engine.retry import is_retryable
 from replay.fake import FakeModel, FakeModelTransport, ScenarioExhaustedError
 from replay.scenario import Scenario
 
 MODEL = "claude-sonnet-4-6"
 API_KEY = "sk-ant-test-0123456789-secret"
 REQUEST = ModelRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=100)
+NON_STREAMING = dataclasses.replace(REQUEST, stream=False)
 
 @pytest.fixture
 async def model_for() -> AsyncIterator[Callable[[httpx2.AsyncBaseTransport], AnthropicModel]]:
@@ -60,16 +64,18 @@ async def collect(model: AnthropicModel, request: ModelRequest = REQUEST) -> lis
     return [event async for event in model.stream(request)]
 
 
-async def collect_until_error(model: AnthropicModel) -> tuple[list[ModelEvent], ModelError]:
+async def collect_until_error(
+    model: AnthropicModel, request: ModelRequest = REQUEST
+) -> tuple[list[ModelEvent], ModelError]:
     events: list[ModelEvent] = []
     with pytest.raises(ModelError) as raised:
-        async for event in model.stream(REQUEST):
+        async for event in model.stream(request):
             events.append(event)
     return events, raised.value
 
 
-async def failure(model: AnthropicModel) -> ModelError:
-    return (await collect_until_error(model))[1]
+async def failure(model: AnthropicModel, request: ModelRequest = REQUEST) -> ModelError:
+    return (await collect_until_error(model, request))[1]
 
 
 def blocks(events: list[ModelEvent]) -> list[dict[str, Any]]:
@@ -312,3 +318,156 @@ async def test_a_failed_connection_is_not_retried_by_the_sdk(
     transport = RefusingTransport()
     await failure(model_for(transport))
     assert transport.attempts == 1
+
+
+# --- 408, 409 and x-should-retry through the SDK ---------------------------------------------
+
+
+async def test_a_408_is_a_retryable_request_timeout(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(408, "timeout_error", "Request timed out"))
+    error = await failure(model)
+    assert (error.kind, error.status, is_retryable(error)) == (ModelErrorKind.REQUEST_TIMEOUT, 408, True)
+
+
+async def test_a_409_is_a_retryable_conflict(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(409, "api_error", "Lock timeout"))
+    error = await failure(model)
+    assert (error.kind, error.status, is_retryable(error)) == (ModelErrorKind.CONFLICT, 409, True)
+
+
+async def test_a_400_the_server_marks_x_should_retry_true_is_retryable(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(400, "invalid_request_error", "try again", **{"x-should-retry": "true"}))
+    error = await failure(model)
+    assert (error.kind, is_retryable(error)) == (ModelErrorKind.INVALID_REQUEST, True)
+
+
+async def test_a_529_the_server_marks_x_should_retry_false_is_not_retryable(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(529, "overloaded_error", "Overloaded", **{"x-should-retry": "false"}))
+    assert not is_retryable(await failure(model))
+
+
+async def test_an_overloaded_error_event_mid_stream_is_retryable(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"fault": "stream_error", "after_events": 3, "content": [{"text": "partial"}]})
+    assert is_retryable(await failure(model))
+
+
+async def test_an_exhausted_script_is_not_retryable(fake_for: FakeFor) -> None:
+    model, _ = fake_for()
+    assert not is_retryable(await failure(model))
+
+
+# --- a non-streamed response (the streaming fallback) ----------------------------------------
+
+EVERY_BLOCK_KIND: dict[str, Any] = {
+    "content": [
+        {"thinking": "I should list the files, carefully and at length.", "signature": "sig-abc"},
+        {"redacted_thinking": "EmwKAhgBEgy3va3pzix"},
+        {"text": "Let me look at the directory for you, it may take a moment."},
+        {"tool_use": {"name": "Bash", "input": {"command": "ls -la", "flags": ["-a", 1, None]}}},
+    ],
+    "usage": {"input_tokens": 42, "output_tokens": 17, "cache_read_input_tokens": 5},
+}
+
+
+async def test_a_non_streamed_response_completes_the_same_blocks_and_end_as_a_streamed_one(fake_for: FakeFor) -> None:
+    streamed, _ = fake_for(EVERY_BLOCK_KIND)
+    whole, _ = fake_for(EVERY_BLOCK_KIND)
+    expected = [e for e in await collect(streamed) if not isinstance(e, StreamEvent)]
+    events = await collect(whole, NON_STREAMING)
+
+    def without_usage(event: ModelEvent) -> ModelEvent:
+        # A stream's blocks carry message_start's usage, a whole message's the final one.
+        return dataclasses.replace(event, usage={}) if isinstance(event, BlockComplete) else event
+
+    assert [without_usage(e) for e in events] == [without_usage(e) for e in expected]
+    assert [type(e).__name__ for e in events] == ["BlockComplete"] * 4 + ["ResponseEnd"]
+    assert events[-1] == expected[-1]
+
+
+async def test_a_non_streamed_response_yields_no_stream_events(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"content": [{"text": "hi"}]})
+    assert not [e for e in await collect(model, NON_STREAMING) if isinstance(e, StreamEvent)]
+
+
+async def test_a_non_streamed_block_carries_the_final_usage_and_the_request_id(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"content": [{"text": "hi"}], "usage": {"input_tokens": 42, "output_tokens": 17}})
+    complete = next(e for e in await collect(model, NON_STREAMING) if isinstance(e, BlockComplete))
+    assert (complete.usage["output_tokens"], complete.request_id) == (17, "req_fake_0001")
+
+
+async def test_a_non_streamed_request_is_the_same_request_without_stream(fake_for: FakeFor) -> None:
+    model, fake = fake_for({"content": [{"text": "hi"}]})
+    await collect(model, NON_STREAMING)
+    assert fake.requests[0].json == {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def test_a_non_streamed_request_may_ask_for_the_escalated_64000_tokens(fake_for: FakeFor) -> None:
+    # Without an explicit timeout the SDK refuses a non-streamed call this large before sending it.
+    model, fake = fake_for({"content": [{"text": "hi"}]})
+    await collect(model, dataclasses.replace(NON_STREAMING, max_tokens=64_000))
+    assert fake.requests[0].json["max_tokens"] == 64_000
+
+
+async def test_a_non_streamed_http_error_is_classified_as_a_streamed_one(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"))
+    error = await failure(model, NON_STREAMING)
+    assert (error.kind, error.status, error.request_id) == (ModelErrorKind.PROMPT_TOO_LONG, 400, "req_fake_0001")
+
+
+async def test_a_non_streamed_overload_is_overloaded(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"fault": "stream_error", "after_events": 3, "content": [{"text": "partial"}]})
+    error = await failure(model, NON_STREAMING)
+    assert (error.kind, error.status) == (ModelErrorKind.OVERLOADED, 529)
+
+
+async def test_a_non_streamed_response_dropped_before_its_body_is_a_failed_connection(fake_for: FakeFor) -> None:
+    model, _ = fake_for({"fault": "drop_connection", "after_events": 2, "content": [{"text": "never"}]})
+    events, error = await collect_until_error(model, NON_STREAMING)
+    assert (events, error.kind) == ([], ModelErrorKind.CONNECTION_FAILED)
+
+
+async def test_a_non_streamed_request_past_the_script_is_a_harness_error(fake_for: FakeFor) -> None:
+    model, _ = fake_for()
+    error = await failure(model, NON_STREAMING)
+    assert (error.kind, type(error.cause)) == (ModelErrorKind.HARNESS, ScenarioExhaustedError)
+
+
+async def test_a_non_streamed_request_is_not_retried_by_the_sdk(fake_for: FakeFor) -> None:
+    model, fake = fake_for(http_error(529, "overloaded_error", "Overloaded"), {"content": [{"text": "late"}]})
+    await failure(model, NON_STREAMING)
+    assert len(fake.requests) == 1
+
+
+# --- counting tokens -------------------------------------------------------------------------
+
+
+async def test_count_tokens_returns_the_servers_input_tokens(fake_for: FakeFor) -> None:
+    model, fake = fake_for()
+    tokens = await model.count_tokens(REQUEST)
+    assert tokens == len(fake.requests[0].body) // 4  # what the fake answers
+
+
+async def test_count_tokens_sends_the_request_without_max_tokens_and_plays_no_turn(fake_for: FakeFor) -> None:
+    model, fake = fake_for({"content": [{"text": "hi"}]})
+    tool = {"name": "Now", "input_schema": {"type": "object"}}
+    request = dataclasses.replace(REQUEST, system="Be brief.", tools=[tool])
+    await model.count_tokens(request)
+    sent = fake.requests[0]
+    assert (sent.path, sent.json) == (
+        "/v1/messages/count_tokens",
+        {
+            "model": MODEL,
+            "messages": [{"role": "user", "content": "hi"}],
+            "system": "Be brief.",
+            "tools": [tool],
+        },
+    )
+    assert fake.turns_remaining == 1
+
+
+async def test_count_tokens_failures_are_classified(
+    model_for: Callable[[httpx2.AsyncBaseTransport], AnthropicModel],
+) -> None:
+    with pytest.raises(ModelError) as raised:
+        await model_for(RefusingTransport()).count_tokens(REQUEST)
+    assert raised.value.kind is ModelErrorKind.CONNECTION_FAILED

@@ -53,6 +53,19 @@ def thinking(value: str = "let me think") -> JsonDict:
     return {"type": "thinking", "thinking": value, "signature": "sig"}
 
 
+def redacted(data: str = "opaque") -> JsonDict:
+    return {"type": "redacted_thinking", "data": data}
+
+
+def attachment(kind: str = "changed_file", **payload: Any) -> AttachmentMessage:
+    return AttachmentMessage(uuid=_uuid(), timestamp=TIMESTAMP, attachment={"type": kind, **payload})
+
+
+def render_note(payload: JsonDict) -> str | None:
+    """Renders ``note`` attachments as their text and leaves every other kind out."""
+    return f"<note>{payload['text']}</note>" if payload["type"] == "note" else None
+
+
 def tool_use(tool_id: str) -> JsonDict:
     return {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": "ls"}}
 
@@ -218,6 +231,125 @@ def test_thinking_blocks_of_an_earlier_assistant_turn_are_kept() -> None:
     assert api[1] == {"role": "assistant", "content": [text("answer"), thinking()]}
 
 
+def test_trailing_redacted_thinking_of_the_last_assistant_turn_is_removed() -> None:
+    api = normalize_messages_for_api([user("a"), assistant(text("answer"), redacted())])
+    assert api[-1] == {"role": "assistant", "content": [text("answer")]}
+
+
+# --- thinking rules --------------------------------------------------------------------------
+
+
+def test_an_assistant_turn_left_last_by_a_dropped_user_turn_loses_its_trailing_thinking() -> None:
+    messages = [user("a"), assistant(text("answer"), thinking()), user([tool_result("toolu_orphan")])]
+    api = normalize_messages_for_api(messages)
+    assert api == [{"role": "user", "content": [text("a")]}, {"role": "assistant", "content": [text("answer")]}]
+
+
+def test_thinking_before_a_tool_use_stays_with_it_while_its_results_follow() -> None:
+    signed = {"type": "thinking", "thinking": "read it first", "signature": "EqQBCkgIARABGAIiQK0k"}
+    messages = [
+        user("what is in a?"),
+        assistant(signed, response="msg_1"),
+        assistant(redacted("EmwKAhgBEgy3"), response="msg_1"),
+        assistant(tool_use("toolu_1"), response="msg_1"),
+        user([tool_result("toolu_1")]),
+    ]
+    api = normalize_messages_for_api(messages)
+    assert api[1:] == [
+        {"role": "assistant", "content": [signed, redacted("EmwKAhgBEgy3"), tool_use("toolu_1")]},
+        {"role": "user", "content": [tool_result("toolu_1")]},
+    ]
+
+
+def test_thinking_is_kept_by_default() -> None:
+    messages = [user("a"), assistant(thinking(), text("answer"), response="msg_1"), user("b")]
+    assert normalize_messages_for_api(messages) == normalize_messages_for_api(messages, thinking_enabled=True)
+    assert normalize_messages_for_api(messages)[1]["content"][0] == thinking()
+
+
+def test_without_thinking_enabled_every_thinking_block_is_removed() -> None:
+    messages = [
+        user("a"),
+        assistant(thinking("first"), redacted(), tool_use("toolu_1"), response="msg_1"),
+        user([tool_result("toolu_1")]),
+        assistant(thinking("second"), text("done"), response="msg_2"),
+        user("b"),
+        assistant(redacted(), text("last"), response="msg_3"),
+    ]
+    api = normalize_messages_for_api(messages, thinking_enabled=False)
+    assert api == [
+        {"role": "user", "content": [text("a")]},
+        {"role": "assistant", "content": [tool_use("toolu_1")]},
+        {"role": "user", "content": [tool_result("toolu_1")]},
+        {"role": "assistant", "content": [text("done")]},
+        {"role": "user", "content": [text("b")]},
+        {"role": "assistant", "content": [text("last")]},
+    ]
+
+
+def test_without_thinking_enabled_a_thinking_only_response_disappears() -> None:
+    messages = [user("a"), assistant(thinking(), redacted(), response="msg_1"), user("b")]
+    api = normalize_messages_for_api(messages, thinking_enabled=False)
+    assert api == [{"role": "user", "content": [text("a"), text("b")]}]
+
+
+# --- attachments -----------------------------------------------------------------------------
+
+
+def test_a_rendered_attachment_becomes_user_text_merged_with_the_prompt_before_it() -> None:
+    messages = [user("hi"), attachment("note", text="a.py changed")]
+    api = normalize_messages_for_api(messages, render_attachment=render_note)
+    assert api == [{"role": "user", "content": [text("hi"), text("<note>a.py changed</note>")]}]
+
+
+def test_a_rendered_attachment_follows_the_tool_results_it_was_injected_after() -> None:
+    messages = [
+        user("hi"),
+        assistant(tool_use("toolu_1")),
+        user([tool_result("toolu_1")]),
+        attachment("note", text="a.py changed"),
+    ]
+    api = normalize_messages_for_api(messages, render_attachment=render_note)
+    assert api[2] == {"role": "user", "content": [tool_result("toolu_1"), text("<note>a.py changed</note>")]}
+
+
+def test_tool_results_still_come_first_when_an_attachment_precedes_them() -> None:
+    messages = [
+        user("hi"),
+        assistant(tool_use("toolu_1")),
+        attachment("note", text="x"),
+        user([tool_result("toolu_1")]),
+    ]
+    api = normalize_messages_for_api(messages, render_attachment=render_note)
+    assert api[2] == {"role": "user", "content": [tool_result("toolu_1"), text("<note>x</note>")]}
+
+
+def test_a_rendered_attachment_after_an_answer_starts_a_user_turn() -> None:
+    messages = [user("hi"), assistant(text("hello")), attachment("note", text="later")]
+    api = normalize_messages_for_api(messages, render_attachment=render_note)
+    assert api[2:] == [{"role": "user", "content": [text("<note>later</note>")]}]
+
+
+def test_an_attachment_rendered_as_none_or_blank_is_left_out() -> None:
+    def render(payload: JsonDict) -> str | None:
+        return {"note": "  \n", "memory": ""}.get(payload["type"])
+
+    messages = [user("hi"), attachment("note"), attachment("memory"), attachment("max_turns_reached")]
+    api = normalize_messages_for_api(messages, render_attachment=render)
+    assert api == [{"role": "user", "content": [text("hi")]}]
+
+
+def test_the_renderer_receives_the_attachment_payload() -> None:
+    seen: list[JsonDict] = []
+
+    def render(payload: JsonDict) -> str | None:
+        seen.append(payload)
+        return None
+
+    normalize_messages_for_api([user("hi"), attachment("note", text="x", path="a.py")], render_attachment=render)
+    assert seen == [{"type": "note", "text": "x", "path": "a.py"}]
+
+
 # --- invariants ------------------------------------------------------------------------------
 
 
@@ -234,6 +366,21 @@ def test_the_input_messages_are_not_mutated() -> None:
     ]
     before = copy.deepcopy(messages)
     normalize_messages_for_api(messages)
+    normalize_messages_for_api(messages, thinking_enabled=False)
+    assert messages == before
+
+
+def test_the_input_messages_are_not_mutated_by_attachments() -> None:
+    messages: list[Message] = [
+        user("hi"),
+        assistant(tool_use("toolu_1")),
+        attachment("note", text="x"),
+        user([tool_result("toolu_1")]),
+        attachment("note", text="y"),
+    ]
+    before = copy.deepcopy(messages)
+    api = normalize_messages_for_api(messages, render_attachment=render_note)
+    api[-1]["content"].append(text("added later"))
     assert messages == before
 
 
@@ -290,8 +437,11 @@ _STEPS = st.lists(
             "tool_result_unknown",
             "thinking",
             "thinking_same_response",
+            "redacted_thinking_same_response",
             "whitespace",
             "system",
+            "attachment",
+            "attachment_unrendered",
         ]
     ),
     max_size=25,
@@ -328,10 +478,16 @@ def _history(steps: Sequence[str], choices: st.DataObject) -> list[Message]:
                 messages.append(user([tool_result("toolu_unknown")]))
             case "thinking":
                 messages.append(assistant(thinking(), response=response))
+            case "redacted_thinking":
+                messages.append(assistant(redacted(), response=response))
             case "whitespace":
                 messages.append(assistant(text("  "), response=response))
             case "system":
                 messages.append(system_message())
+            case "attachment":
+                messages.append(attachment("note", text="context"))
+            case "attachment_unrendered":
+                messages.append(attachment("max_turns_reached"))
     return messages
 
 
@@ -341,3 +497,25 @@ def test_any_history_normalizes_to_alternating_turns_with_every_tool_use_answere
     steps: list[str], choices: st.DataObject
 ) -> None:
     _assert_well_formed(normalize_messages_for_api(_history(steps, choices)))
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=_STEPS, choices=st.data(), thinking_enabled=st.booleans())
+def test_any_history_with_any_options_obeys_the_thinking_rules(
+    steps: list[str], choices: st.DataObject, thinking_enabled: bool
+) -> None:
+    api = normalize_messages_for_api(
+        _history(steps, choices), thinking_enabled=thinking_enabled, render_attachment=render_note
+    )
+    _assert_well_formed(api)
+    thinking_blocks = [b for m in api for b in m["content"] if b["type"] in ("thinking", "redacted_thinking")]
+    if not thinking_enabled:
+        assert thinking_blocks == [], f"thinking sent with thinking disabled: {api}"
+    assert thinking_blocks == [b for b in thinking_blocks if b in (thinking(), redacted())], "thinking was altered"
+    if api and api[-1]["role"] == "assistant":
+        assert api[-1]["content"][-1]["type"] not in ("thinking", "redacted_thinking"), f"ends with thinking: {api}"
+    for entry in api:
+        if entry["role"] == "assistant":
+            assert any(b["type"] not in ("thinking", "redacted_thinking") for b in entry["content"]), (
+                f"a thinking-only assistant turn: {api}"
+            )
