@@ -64,6 +64,9 @@ class SystemLevel(StrEnum):
 class AttachmentType(StrEnum):
     MAX_TURNS_REACHED = "max_turns_reached"
     HOOK_STOPPED_CONTINUATION = "hook_stopped_continuation"
+    QUEUED_COMMAND = "queued_command"
+    CHANGED_FILE = "changed_file"
+    MEMORY = "memory"
 
 
 @dataclass(kw_only=True)
