@@ -1,0 +1,188 @@
+"""The tool-result budget (DESIGN §3.5), the cheapest shaping step.
+
+Per API user turn (consecutive user messages, as ``normalize_messages_for_api`` merges them),
+when the tool results add up to more than the limit, the largest results seen for the first
+time are saved to ``<session>/tool-results/<id>.txt`` and replaced by a preview naming the
+file, largest first, until the turn fits. Every result is decided once — replaced or kept —
+and the decision is frozen in ``ContentReplacementState``: a kept result stays kept when
+later results push the total up, and a replaced one is replaced by the very same text on
+every later request, so requests stay byte-stable and the prompt cache stays warm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.compact._content import JsonDict, blocks_of, tool_result_text, with_content
+from engine.messages import AssistantMessage, Message, UserMessage
+from engine.tools.base import Tool, ToolError, ToolResult, ToolUseContext
+from engine.tools.result_storage import PREVIEW_CHARS, RESULTS_DIRNAME, apply_result_size_limit
+
+__all__ = [
+    "DEFAULT_TOOL_RESULT_BUDGET_CHARS",
+    "MIN_REPLACEABLE_CHARS",
+    "BudgetResult",
+    "ContentReplacementState",
+    "apply_tool_result_budget",
+]
+
+DEFAULT_TOOL_RESULT_BUDGET_CHARS = 200_000
+# A preview holds up to PREVIEW_CHARS of the result plus two lines naming the file: a result not
+# longer than this would not shrink, so it is never replaced.
+MIN_REPLACEABLE_CHARS = PREVIEW_CHARS + 500
+
+
+@dataclass
+class ContentReplacementState:
+    """Which tool results were replaced by a preview and which were kept, by tool_use id.
+
+    Lives as long as the session (across passes and prompts). A decision, once made, is never
+    changed; a replaced result's preview text is kept so later requests repeat it byte for byte.
+    """
+
+    decisions: dict[str, bool] = field(default_factory=dict)
+    replacements: dict[str, str] = field(default_factory=dict)
+
+    def is_decided(self, tool_use_id: str) -> bool:
+        return tool_use_id in self.decisions
+
+    def keep(self, tool_use_id: str) -> None:
+        """Decide that the result stays as it is."""
+        self._decide(tool_use_id, replaced=False)
+
+    def replace(self, tool_use_id: str, replacement: str) -> None:
+        """Decide that the result is replaced by ``replacement`` from now on."""
+        self._decide(tool_use_id, replaced=True)
+        self.replacements[tool_use_id] = replacement
+
+    def _decide(self, tool_use_id: str, *, replaced: bool) -> None:
+        if tool_use_id in self.decisions:
+            raise ValueError(f"The budget decision for tool_use {tool_use_id!r} is already made and is frozen.")
+        self.decisions[tool_use_id] = replaced
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    """The budgeted messages, and the ids whose results this call newly replaced."""
+
+    messages: list[Message]
+    replaced_ids: list[str]
+
+
+def apply_tool_result_budget(
+    messages: Sequence[Message],
+    state: ContentReplacementState,
+    *,
+    limit_chars: int = DEFAULT_TOOL_RESULT_BUDGET_CHARS,
+    ctx: ToolUseContext,
+) -> BudgetResult:
+    """``messages`` with every replaced result showing its preview, after deciding the results
+    seen for the first time (see the module docstring). Records ``state``'s new decisions."""
+    out = list(messages)
+    replaced_ids: list[str] = []
+    for group in _user_turns(messages):
+        replaced_ids.extend(_decide_turn([out[i] for i in group], state, limit_chars=limit_chars, ctx=ctx))
+        for index in group:
+            message = out[index]
+            assert isinstance(message, UserMessage)  # _user_turns indexes user messages only
+            out[index] = _apply_decisions(message, state)
+    return BudgetResult(messages=out, replaced_ids=replaced_ids)
+
+
+def _user_turns(messages: Sequence[Message]) -> list[list[int]]:
+    """Indexes of user messages, grouped as the API merges them (an assistant response ends a turn)."""
+    turns: list[list[int]] = [[]]
+    for index, message in enumerate(messages):
+        if isinstance(message, UserMessage):
+            turns[-1].append(index)
+        elif isinstance(message, AssistantMessage) and not message.is_api_error_message and turns[-1]:
+            turns.append([])
+    return [turn for turn in turns if turn]
+
+
+def _results(messages: Sequence[Message]) -> list[JsonDict]:
+    return [
+        block
+        for message in messages
+        if isinstance(message, UserMessage)
+        for block in blocks_of(message.content)
+        if block.get("type") == "tool_result"
+    ]
+
+
+def _decide_turn(
+    turn: Sequence[Message], state: ContentReplacementState, *, limit_chars: int, ctx: ToolUseContext
+) -> list[str]:
+    results = _results(turn)
+    total = sum(_current_size(block, state) for block in results)
+    fresh = [block for block in results if not state.is_decided(block["tool_use_id"])]
+    replaced: list[str] = []
+    # Largest first; ties in the order the results appear, so the choice is deterministic.
+    for block in sorted(fresh, key=lambda b: -len(tool_result_text(b))):
+        tool_use_id = block["tool_use_id"]
+        if state.is_decided(tool_use_id):
+            continue  # the same id twice in one turn: decided at its first appearance
+        if total > limit_chars and _can_persist(block):
+            preview = _persist(tool_use_id, tool_result_text(block), ctx)
+            if preview is not None:
+                state.replace(tool_use_id, preview)
+                total -= len(tool_result_text(block)) - len(preview)
+                replaced.append(tool_use_id)
+                continue
+        state.keep(tool_use_id)
+    return replaced
+
+
+def _current_size(block: JsonDict, state: ContentReplacementState) -> int:
+    replacement = state.replacements.get(block["tool_use_id"])
+    return len(replacement) if replacement is not None else len(tool_result_text(block))
+
+
+def _can_persist(block: JsonDict) -> bool:
+    """Only text can go to a file, and only text longer than its preview is worth it; a result
+    already saved by its tool's own size limit is a preview of that file and must not
+    overwrite it."""
+    content = block.get("content")
+    if isinstance(content, list) and any(not isinstance(b, dict) or b.get("type") != "text" for b in content):
+        return False
+    text = tool_result_text(block)
+    return len(text) > MIN_REPLACEABLE_CHARS and f"{RESULTS_DIRNAME}/{block['tool_use_id']}.txt" not in text
+
+
+class _PersistEverything(Tool):
+    """Stands in for a tool whose size limit is 0, so ``apply_result_size_limit`` saves any
+    non-empty result and returns its preview (the same file layout and preview as a tool's own
+    oversized output). Never offered to the model."""
+
+    name = "ToolResultBudget"
+    max_result_size_chars = 0
+
+    async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
+        raise ToolError("The tool-result budget is not a tool the model can call.")
+
+
+_PERSIST_EVERYTHING = _PersistEverything()
+
+
+def _persist(tool_use_id: str, text: str, ctx: ToolUseContext) -> str | None:
+    """Save ``text`` and return its preview; None when the id cannot name a file."""
+    try:
+        return apply_result_size_limit(_PERSIST_EVERYTHING, tool_use_id, text, ctx)
+    except ToolError:
+        return None
+
+
+def _apply_decisions(message: UserMessage, state: ContentReplacementState) -> UserMessage:
+    content = message.content
+    if not isinstance(content, list):
+        return message
+    changed = False
+    new_content: list[JsonDict] = []
+    for block in content:
+        replacement = state.replacements.get(block.get("tool_use_id", "")) if block.get("type") == "tool_result" else None
+        if replacement is not None and block.get("content") != replacement:
+            block = {**block, "content": replacement}
+            changed = True
+        new_content.append(block)
+    return with_content(message, new_content) if changed else message
