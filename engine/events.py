@@ -8,15 +8,39 @@ from typing import Any
 
 from engine.state import Terminal, Transition
 
-__all__ = ["LoopEnd", "RequestStart", "ToolOutcome", "TraceEvent", "TraceKind"]
+__all__ = ["CompactionTier", "FallbackKind", "LoopEnd", "RequestStart", "ToolOutcome", "TraceEvent", "TraceKind"]
 
 
 class TraceKind(StrEnum):
     PASS = "pass"
     MODEL_CALL = "model_call"
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    WITHHELD = "withheld"
+    COMPACTION = "compaction"
     TOOL_BATCH = "tool_batch"
     TOOL_CALL = "tool_call"
+    HOOK = "hook"
+    TOKEN_BUDGET = "token_budget"
+    ATTACHMENT = "attachment"
     TERMINAL = "terminal"
+
+
+class FallbackKind(StrEnum):
+    MODEL = "model"
+    STREAMING = "streaming"
+
+
+class CompactionTier(StrEnum):
+    """The context-shaping tiers, cheapest first, and the reactive compact of recovery."""
+
+    TOOL_RESULT_BUDGET = "tool_result_budget"
+    SNIP = "snip"
+    MICROCOMPACT = "microcompact"
+    COLLAPSE = "collapse"
+    AUTOCOMPACT = "autocompact"
+    REACTIVE_COMPACT = "reactive_compact"
+    MANUAL = "manual"
 
 
 class ToolOutcome(StrEnum):
@@ -50,8 +74,11 @@ class TraceEvent:
         return {"kind": self.kind.value, "turn": self.turn, **self.data}
 
     @classmethod
-    def pass_start(cls, turn: int, transition: Transition | None) -> TraceEvent:
-        return cls(TraceKind.PASS, turn, {"transition": transition.value if transition else None})
+    def pass_start(cls, turn: int, transition: Transition | None, *, attempt: int | None = None) -> TraceEvent:
+        data: dict[str, Any] = {"transition": transition.value if transition else None}
+        if attempt is not None:
+            data["attempt"] = attempt
+        return cls(TraceKind.PASS, turn, data)
 
 
 @dataclass(frozen=True, slots=True)

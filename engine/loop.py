@@ -1,20 +1,23 @@
 """``query_loop``: the agent loop as a ``while True`` state machine (DESIGN §3.2–§3.3).
 
-Each pass calls the model once, runs the tools it asked for and either ends with a
-``Terminal`` (yielded last, in a ``LoopEnd``) or replaces the whole ``State`` and continues
-with a named ``Transition``. It never recurses.
+Each pass shapes the context, calls the model once, runs the tools it asked for, and either
+ends with a ``Terminal`` (yielded last, in a ``LoopEnd``) or replaces the whole ``State`` and
+continues with a named ``Transition``. It never recurses: every retry and recovery is a new
+``State`` and a ``continue``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import dataclasses
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from engine.abort import AbortedError
-from engine.deps import QueryDeps
+from engine.attachments import collect_attachments
+from engine.budget import BudgetDecision
 from engine.events import LoopEnd, RequestStart, ToolOutcome, TraceEvent, TraceKind
+from engine.hooks import StopHookInput, run_stop_hooks, stop_hook_feedback_text
 from engine.messages import (
     INTERRUPT_MESSAGE,
     INTERRUPT_MESSAGE_FOR_TOOL_USE,
@@ -22,40 +25,28 @@ from engine.messages import (
     AttachmentMessage,
     AttachmentType,
     Message,
+    SystemLevel,
     SystemMessage,
     SystemSubtype,
+    TombstoneMessage,
     UserMessage,
 )
-from engine.model import BlockComplete, ModelError, ModelErrorKind, ModelRequest, ResponseEnd, StreamEvent
-from engine.normalize import normalize_messages_for_api
-from engine.orchestration import (
-    INTERRUPTED_TOOL_RESULT,
-    StreamingToolExecutor,
-    ToolRun,
-    ToolRunContext,
-)
-from engine.settings import EngineSettings
+from engine.model import ModelErrorKind, StreamEvent
+from engine.model_call import ModelCall
+from engine.orchestration import INTERRUPTED_TOOL_RESULT, ToolRun
+from engine.params import LoopParams
+from engine.shaping import ReactiveCompact, shape_context
 from engine.state import State, Terminal, Transition
-from engine.tools.base import Tool
 
-__all__ = ["LoopItem", "LoopParams", "messages_after_compact_boundary", "query", "query_loop"]
+__all__ = ["LoopItem", "MAX_OUTPUT_TOKENS_RECOVERY_TEXT", "messages_after_compact_boundary", "query", "query_loop"]
 
 JsonDict = dict[str, Any]
 LoopItem = Message | StreamEvent | RequestStart | TraceEvent | LoopEnd
 
-_MAX_TOKENS_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoopParams:
-    """What one run of the loop needs; fixed for the run."""
-
-    deps: QueryDeps
-    settings: EngineSettings
-    tools: Mapping[str, Tool]
-    rctx: ToolRunContext
-    # Raw stream events cost a hop through every generator layer: only pass them when asked.
-    emit_stream_events: bool = False
+MAX_OUTPUT_TOKENS_RECOVERY_TEXT = (
+    "Output token limit hit. Resume directly — no apology, no recap of what you were doing. "
+    "Pick up mid-thought if that is where the cut happened. Break the remaining work into smaller pieces."
+)
 
 
 def messages_after_compact_boundary(messages: Sequence[Message]) -> list[Message]:
@@ -69,42 +60,79 @@ def messages_after_compact_boundary(messages: Sequence[Message]) -> list[Message
 
 async def query(messages: Sequence[Message], params: LoopParams) -> AsyncIterator[LoopItem]:
     """``query_loop`` plus clean-up on every exit path: tools still running when the caller
-    stops listening (or the loop fails) are cancelled, never leaked."""
-    executors: list[StreamingToolExecutor] = []
+    stops listening (or the loop fails) are cancelled and awaited, never leaked."""
+    calls: list[ModelCall] = []
     try:
-        async with aclosing(query_loop(messages, params, _executors=executors)) as items:
+        async with aclosing(query_loop(messages, params, _calls=calls)) as items:
             async for item in items:
                 yield item
     finally:
-        for executor in executors:
-            if executor.running:
-                executor.discard("Tool execution cancelled: the query ended")
-            await executor.wait_closed()
+        for call in calls:
+            for executor in call.executors:
+                if executor.running:
+                    executor.discard("Tool execution cancelled: the query ended")
+                await executor.wait_closed()
+
+
+@dataclass
+class _Next:
+    """How a phase ended: a new state to continue with, or a terminal."""
+
+    state: State | None = None
+    terminal: Terminal | None = None
+    error: str | None = None
 
 
 async def query_loop(
-    messages: Sequence[Message], params: LoopParams, *, _executors: list[StreamingToolExecutor] | None = None
+    messages: Sequence[Message], params: LoopParams, *, _calls: list[ModelCall] | None = None
 ) -> AsyncIterator[LoopItem]:
     """The loop. Yields stream events, messages and trace events; the last item is a
     ``LoopEnd`` carrying the ``Terminal``."""
-    deps, settings, rctx = params.deps, params.settings, params.rctx
-    abort = rctx.abort
+    deps, settings = params.deps, params.settings
+    abort = params.rctx.abort
     state = State(messages=tuple(messages))
+    model = settings.model
+    turn_output_tokens = 0  # what the model wrote during this user turn, for the token budget
+    if params.attachments is not None:
+        params.attachments.start_memory_prefetch(params.rctx.tool_ctx.workspace_root, settings.memory_paths)
 
     while True:
         turn = state.turn_count
         yield RequestStart(turn)
-        yield TraceEvent.pass_start(turn, state.transition)
-        working = messages_after_compact_boundary(state.messages)
+        yield TraceEvent.pass_start(turn, state.transition, attempt=_attempt_of(state))
 
-        request = _build_request(working, params, state)
-        call = _ModelCall(params)
-        if _executors is not None:
-            _executors.append(call.executor)
-        async with aclosing(call.run(request)) as model_items:
-            async for item in model_items:
+        # 1. Context shaping, cheapest first; a compaction yields its boundary.
+        working = messages_after_compact_boundary(state.messages)
+        shaping = shape_context(working, state, params, turn=turn, model=model)
+        async with aclosing(shaping.run()) as items:
+            async for item in items:
                 yield item
-        yield call.trace_event(turn, request)
+        working, tracking = shaping.working, shaping.tracking
+        if shaping.failure is not None:
+            yield AssistantMessage.api_error(deps, f"Error: {shaping.failure}", error=ModelErrorKind.HARNESS.value)
+            yield _end(Terminal.MODEL_ERROR, turn, error=str(shaping.failure))
+            return
+
+        # 2. Blocking limit: only when nothing else owns overflow.
+        if not shaping.compacted and _blocking_check_applies(params):
+            tokens = shaping.token_count()
+            if tokens >= settings.blocking_limit:
+                yield AssistantMessage.api_error(deps, "Prompt is too long", error=ModelErrorKind.PROMPT_TOO_LONG.value)
+                yield _end(Terminal.BLOCKING_LIMIT, turn, error=f"{tokens} tokens reach the blocking limit")
+                return
+
+        # 3. The model call (retries and fallbacks inside; recoverable errors withheld).
+        max_tokens = state.max_output_tokens_override or settings.default_max_output_tokens
+        call = ModelCall(params, model=model, working=working, max_tokens=max_tokens)
+        if _calls is not None:
+            _calls.append(call)
+        async with aclosing(call.run(turn)) as items:
+            async for item in items:
+                yield item
+        yield call.trace_event(turn)
+        model, working = call.model, call.working
+        turn_output_tokens += int(call.usage.get("output_tokens") or 0)
+        state = dataclasses.replace(state, auto_compact_tracking=tracking)
 
         # 4. Interrupted while streaming: answer every tool_use, then stop.
         if call.aborted:
@@ -123,10 +151,17 @@ async def query_loop(
             yield _end(Terminal.MODEL_ERROR, turn, error=str(call.failure))
             return
 
-        # 5. No tool use, or the API answered with an error: the turn is over (an API error
-        # ends without stop hooks; its partial tool calls were answered above).
-        if not call.tool_blocks or call.api_error is not None:
-            yield _end(Terminal.COMPLETED, turn, error=call.api_error_text)
+        # 5. No tool use (or an API error): recover, or run stop hooks and the budget, or stop.
+        if not call.has_tool_use or call.api_error is not None:
+            outcome = _Next()
+            async with aclosing(_finish_without_tools(call, state, working, params, turn_output_tokens, outcome)) as items:
+                async for item in items:
+                    yield item
+            if outcome.state is not None:
+                state = outcome.state
+                continue
+            assert outcome.terminal is not None
+            yield _end(outcome.terminal, turn, error=outcome.error)
             return
 
         # 6. Run the tools (already running if the executor streamed them).
@@ -148,6 +183,8 @@ async def query_loop(
             yield TraceEvent(
                 TraceKind.TOOL_CALL, turn, {"id": run.tool_use_id, "name": run.tool_name, "outcome": run.outcome.value}
             )
+            for hook_run in run.hook_runs:
+                yield _hook_trace(turn, hook_run)
 
         if abort.aborted:
             yield UserMessage.create(deps, [{"type": "text", "text": INTERRUPT_MESSAGE_FOR_TOOL_USE}])
@@ -166,182 +203,199 @@ async def query_loop(
             return
 
         # 7. Attachments, the turn limit, and on to the next turn.
+        attachments: list[AttachmentMessage] = []
+        if params.attachments is not None:
+            attachments = await collect_attachments(params.attachments, deps=deps, tool_ctx=params.rctx.tool_ctx)
+            for attachment in attachments:
+                yield attachment
+                yield TraceEvent(TraceKind.ATTACHMENT, turn, {"type": attachment.attachment["type"]})
+
         if settings.max_turns is not None and turn + 1 > settings.max_turns:
-            yield AttachmentMessage.create(deps, AttachmentType.MAX_TURNS_REACHED, max_turns=settings.max_turns,
-                                           turn_count=turn + 1)
+            yield AttachmentMessage.create(
+                deps, AttachmentType.MAX_TURNS_REACHED, max_turns=settings.max_turns, turn_count=turn + 1
+            )
             yield _end(Terminal.MAX_TURNS, turn)
             return
 
         state = State(
-            messages=(*working, *call.assistant_messages, *(run.message for run in runs)),
+            messages=(*working, *call.assistant_messages, *(run.message for run in runs), *attachments),
             turn_count=turn + 1,
             transition=Transition.NEXT_TURN,
-            auto_compact_tracking=state.auto_compact_tracking,
+            auto_compact_tracking=tracking.next_turn(),
+            stop_hook_active=state.stop_hook_active,
         )
+
+
+async def _finish_without_tools(
+    call: ModelCall,
+    state: State,
+    working: list[Message],
+    params: LoopParams,
+    turn_output_tokens: int,
+    out: _Next,
+) -> AsyncIterator[Message | TraceEvent]:
+    """Step 5: the recovery chains for withheld errors, then stop hooks, then the token budget."""
+    deps, settings = params.deps, params.settings
+    turn = state.turn_count
+    withheld = call.withheld
+    answered = (*working, *call.assistant_messages)
+
+    if withheld is not None and withheld.kind is ModelErrorKind.PROMPT_TOO_LONG:
+        if settings.context_collapse and state.transition is not Transition.COLLAPSE_DRAIN_RETRY:
+            committed = params.context.collapse.drain()
+            yield TraceEvent(TraceKind.COMPACTION, turn, {"tier": "collapse", "drained": committed})
+            if committed > 0:
+                out.state = dataclasses.replace(state, messages=tuple(working), transition=Transition.COLLAPSE_DRAIN_RETRY)
+                return
+        if settings.reactive_compact and not state.has_attempted_reactive_compact:
+            async for item in _reactive_compact(call, state, working, params, out, strip_media=False):
+                yield item
+            if out.state is not None or out.terminal is not None:
+                return
+        yield withheld.message
+        out.terminal, out.error = Terminal.PROMPT_TOO_LONG, "Prompt is too long"
+        return
+
+    if withheld is not None and withheld.kind is ModelErrorKind.MEDIA_TOO_LARGE:
+        if settings.reactive_compact and not state.has_attempted_reactive_compact:
+            async for item in _reactive_compact(call, state, working, params, out, strip_media=True):
+                yield item
+            if out.state is not None or out.terminal is not None:
+                return
+        yield withheld.message
+        out.terminal, out.error = Terminal.IMAGE_ERROR, withheld.message.content[0]["text"]
+        return
+
+    if withheld is not None and withheld.kind is ModelErrorKind.MAX_OUTPUT_TOKENS:
+        if settings.max_output_tokens_escalation and state.max_output_tokens_override is None:
+            # The same request again with room to finish: the cut answer is withdrawn.
+            for message in call.assistant_messages:
+                yield TombstoneMessage(uuid=deps.uuid(), timestamp=deps.now(), target_uuid=message.uuid)
+            out.state = dataclasses.replace(
+                state,
+                messages=tuple(working),
+                max_output_tokens_override=settings.escalated_max_output_tokens,
+                transition=Transition.MAX_OUTPUT_TOKENS_ESCALATE,
+            )
+            return
+        if state.max_output_tokens_recovery_count < settings.max_output_tokens_recovery_limit:
+            resume = UserMessage.create(deps, MAX_OUTPUT_TOKENS_RECOVERY_TEXT, is_meta=True)
+            yield resume
+            out.state = dataclasses.replace(
+                state,
+                messages=(*answered, resume),
+                max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1,
+                transition=Transition.MAX_OUTPUT_TOKENS_RECOVERY,
+            )
+            return
+        yield withheld.message
+        out.terminal, out.error = Terminal.COMPLETED, withheld.message.content[0]["text"]
+        return
+
+    if call.api_error is not None:
+        out.terminal, out.error = Terminal.COMPLETED, call.error_text
+        return
+
+    if params.hooks.stop:
+        outcome = await run_stop_hooks(
+            params.hooks.stop,
+            StopHookInput(stop_hook_active=state.stop_hook_active, last_assistant_text=_text_of(call.assistant_messages)),
+            ctx=params.hook_context,
+        )
+        for hook_run in outcome.runs:
+            yield _hook_trace(turn, hook_run)
+        if outcome.prevent_continuation:
+            yield SystemMessage.create(
+                deps, SystemSubtype.WARNING, outcome.stop_reason or "A stop hook prevented continuation.",
+                level=SystemLevel.WARNING,
+            )
+            out.terminal = Terminal.STOP_HOOK_PREVENTED
+            return
+        if outcome.blocking_reasons:
+            feedback = UserMessage.create(deps, stop_hook_feedback_text(outcome.blocking_reasons), is_meta=True)
+            yield feedback
+            # has_attempted_reactive_compact survives: resetting it here loops compaction forever.
+            out.state = dataclasses.replace(
+                state,
+                messages=(*answered, feedback),
+                stop_hook_active=True,
+                max_output_tokens_recovery_count=0,
+                max_output_tokens_override=None,
+                transition=Transition.STOP_HOOK_BLOCKING,
+            )
+            return
+
+    if params.token_budget is not None:
+        decision: BudgetDecision = params.token_budget.record(turn_output_tokens)
+        yield TraceEvent(
+            TraceKind.TOKEN_BUDGET,
+            turn,
+            {"pct": decision.pct, "tokens": turn_output_tokens, "continue": decision.continue_,
+             "reason": decision.reason.value},
+        )
+        if decision.continue_:
+            nudge = UserMessage.create(deps, decision.nudge_text, is_meta=True)
+            yield nudge
+            out.state = dataclasses.replace(
+                state,
+                messages=(*answered, nudge),
+                has_attempted_reactive_compact=False,
+                max_output_tokens_recovery_count=0,
+                max_output_tokens_override=None,
+                transition=Transition.TOKEN_BUDGET_CONTINUATION,
+            )
+            return
+
+    out.terminal = Terminal.COMPLETED
+
+
+async def _reactive_compact(
+    call: ModelCall, state: State, working: list[Message], params: LoopParams, out: _Next, *, strip_media: bool
+) -> AsyncIterator[Message | TraceEvent]:
+    """Compact once for this turn and retry; a harness failure during it ends the loop."""
+    step = ReactiveCompact(working, params, turn=state.turn_count, model=call.model, strip_media=strip_media)
+    async with aclosing(step.run()) as items:
+        async for item in items:
+            yield item
+    if step.failure is not None:
+        yield AssistantMessage.api_error(params.deps, f"Error: {step.failure}", error=ModelErrorKind.HARNESS.value)
+        out.terminal, out.error = Terminal.MODEL_ERROR, str(step.failure)
+    elif step.messages:
+        out.state = dataclasses.replace(
+            state,
+            messages=tuple(step.messages),
+            has_attempted_reactive_compact=True,
+            transition=Transition.REACTIVE_COMPACT_RETRY,
+        )
+
+
+def _blocking_check_applies(params: LoopParams) -> bool:
+    settings = params.settings
+    # Reactive compact (with autocompact on) or context collapse own overflow when enabled.
+    owned = (settings.reactive_compact and settings.autocompact) or settings.context_collapse
+    return not owned
+
+
+def _attempt_of(state: State) -> int | None:
+    if state.transition is Transition.MAX_OUTPUT_TOKENS_RECOVERY:
+        return state.max_output_tokens_recovery_count
+    return None
+
+
+def _text_of(messages: Sequence[AssistantMessage]) -> str:
+    return "".join(
+        b.get("text", "") for m in messages if not m.is_api_error_message for b in m.content if b.get("type") == "text"
+    )
+
+
+def _hook_trace(turn: int, hook_run: Any) -> TraceEvent:
+    return TraceEvent(
+        TraceKind.HOOK,
+        turn,
+        {"event": str(hook_run.event), "hook": hook_run.label, "outcome": str(hook_run.outcome),
+         "message": hook_run.message},
+    )
 
 
 def _end(terminal: Terminal, turn: int, *, error: str | None = None) -> LoopEnd:
     return LoopEnd(terminal=terminal, turn_count=turn, error=error)
-
-
-def _build_request(working: Sequence[Message], params: LoopParams, state: State) -> ModelRequest:
-    settings = params.settings
-    api_messages = normalize_messages_for_api(working)
-    if settings.user_context:
-        context = {"type": "text", "text": f"<system-reminder>\n{settings.user_context}\n</system-reminder>"}
-        if api_messages and api_messages[0]["role"] == "user":
-            api_messages[0]["content"].insert(0, context)
-        else:
-            api_messages.insert(0, {"role": "user", "content": [context]})
-    return ModelRequest(
-        model=settings.model,
-        messages=api_messages,
-        max_tokens=state.max_output_tokens_override or settings.default_max_output_tokens,
-        system=settings.system_prompt,
-        tools=[tool.api_schema() for tool in params.tools.values()],
-        thinking=settings.thinking,
-    )
-
-
-class _ModelCall:
-    """Step 3 of a pass: stream one response, wrap its blocks in assistant messages, hand
-    tool_use blocks to the executor as they complete, and classify how it ended."""
-
-    def __init__(self, params: LoopParams) -> None:
-        self.params = params
-        self.executor = StreamingToolExecutor(params.rctx)
-        # Without streaming execution, tools are handed over only once the response is done.
-        self._stream_tools = params.settings.streaming_tool_execution
-        self.assistant_messages: list[AssistantMessage] = []
-        self.tool_blocks: list[JsonDict] = []
-        self._tool_owner: dict[str, AssistantMessage] = {}
-        self.stop_reason: str | None = None
-        self.usage: JsonDict = {}
-        self.aborted = False
-        self.failure: ModelError | None = None
-        self.api_error: ModelError | None = None
-        self.api_error_text: str | None = None
-
-    async def run(self, request: ModelRequest) -> AsyncIterator[Message | StreamEvent]:
-        deps = self.params.deps
-        abort = self.params.rctx.abort
-        events = deps.call_model.stream(request).__aiter__()
-        try:
-            while True:
-                try:
-                    event = await abort.run(events.__anext__())
-                except StopAsyncIteration:
-                    break
-                if isinstance(event, StreamEvent):
-                    if self.params.emit_stream_events:
-                        yield event
-                elif isinstance(event, BlockComplete):
-                    yield self._on_block(event)
-                elif isinstance(event, ResponseEnd):
-                    self._on_end(event)
-        except AbortedError:
-            self.aborted = True
-        except ModelError as error:
-            if error.kind is ModelErrorKind.HARNESS:
-                self.failure = error
-            else:
-                self.api_error = error
-        finally:
-            await events.aclose()
-        if self.aborted or self.failure is not None:
-            return
-        if self.api_error is not None:
-            # The API answered with an error: the partial response's tools are discarded
-            # (their results say so) and the error is reported as an assistant message.
-            for run in await self.settle_tools(f"API error: {self.api_error}", ToolOutcome.CANCELLED):
-                yield run.message
-            self.api_error_text = _api_error_text(self.api_error)
-            yield self._api_error_message(self.api_error_text, self.api_error.kind)
-        elif self.stop_reason in _MAX_TOKENS_STOP_REASONS:
-            self.api_error_text = (
-                f"Claude's response exceeded the {request.max_tokens} output token maximum. "
-                "To configure this behavior, set max_output_tokens in the engine settings."
-            )
-            yield self._api_error_message(self.api_error_text, ModelErrorKind.MAX_OUTPUT_TOKENS)
-
-    def _api_error_message(self, text: str, kind: ModelErrorKind) -> AssistantMessage:
-        message = AssistantMessage.api_error(self.params.deps, text, error=kind.value)
-        self.assistant_messages.append(message)
-        return message
-
-    def _on_block(self, event: BlockComplete) -> AssistantMessage:
-        deps = self.params.deps
-        message = AssistantMessage(
-            uuid=deps.uuid(),
-            timestamp=deps.now(),
-            request_id=event.request_id,
-            message={
-                "id": event.message_id,
-                "type": "message",
-                "role": "assistant",
-                "model": event.model,
-                "content": [event.block],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": event.usage,
-            },
-        )
-        self.assistant_messages.append(message)
-        if event.block["type"] == "tool_use":
-            self.tool_blocks.append(event.block)
-            self._tool_owner[event.block["id"]] = message
-            if self._stream_tools:
-                self.executor.add_tool(event.block, message)
-        return message
-
-    def _on_end(self, event: ResponseEnd) -> None:
-        # The stop reason and final usage arrive after the blocks: they belong on the last
-        # message of the response, as the API's own stream assembles it.
-        self.stop_reason = event.stop_reason
-        self.usage = event.usage
-        if self.assistant_messages:
-            last = self.assistant_messages[-1].message
-            last["stop_reason"] = event.stop_reason
-            last["stop_sequence"] = event.stop_sequence
-            last["usage"] = event.usage
-
-    def start_tools(self) -> None:
-        """Hand the response's tool calls to the executor if streaming did not already."""
-        if not self._stream_tools:
-            for block in self.tool_blocks:
-                self.executor.add_tool(block, self._tool_owner[block["id"]])
-            self._stream_tools = True
-
-    def tool_results(self) -> AsyncIterator[ToolRun]:
-        return self.executor.results()
-
-    async def settle_tools(self, reason: str, outcome: ToolOutcome) -> list[ToolRun]:
-        """Results for every tool call of this response when it will not run normally: what
-        already finished keeps its real result, the rest are answered with ``reason``."""
-        self.executor.discard(reason, outcome=outcome)
-        self.start_tools()  # calls not handed over yet are answered at once, never started
-        return [run async for run in self.executor.results()]
-
-    def trace_event(self, turn: int, request: ModelRequest) -> TraceEvent:
-        data: JsonDict = {
-            "model": request.model,
-            "max_tokens": request.max_tokens,
-            "messages": len(request.messages),
-            "query_source": request.query_source.value,
-            "stop_reason": self.stop_reason,
-            "usage": self.usage,
-        }
-        error = self.api_error or self.failure
-        if error is not None:
-            data["error"] = error.kind.value
-        if self.aborted:
-            data["aborted"] = True
-        return TraceEvent(TraceKind.MODEL_CALL, turn, data)
-
-
-def _api_error_text(error: ModelError) -> str:
-    if error.kind is ModelErrorKind.PROMPT_TOO_LONG:
-        return "Prompt is too long"
-    if error.status is not None:
-        return f"API Error: {error.status} {error.error_type or 'error'}: {error.message}"
-    return f"API Error: {error.message}"

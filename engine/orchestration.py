@@ -19,7 +19,7 @@ import jsonschema
 from engine.abort import AbortController, AbortedError
 from engine.deps import QueryDeps
 from engine.events import ToolOutcome
-from engine.hooks import HookEvent, HookInput, Hooks, run_tool_hooks
+from engine.hooks import HookContext, HookEvent, HookInput, HookRun, Hooks, post_tool_feedback_text, run_tool_hooks
 from engine.messages import AssistantMessage, UserMessage, tool_result_block
 from engine.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolError, ToolUseContext
 from engine.tools.result_storage import apply_result_size_limit, empty_result_text
@@ -61,6 +61,7 @@ class ToolRunContext:
     deps: QueryDeps
     can_use_tool: PermissionCallback
     hooks: Hooks = field(default_factory=Hooks)
+    hook_context: HookContext | None = None
     denials: list[PermissionDenial] = field(default_factory=list)
     max_concurrency: int = 10
 
@@ -80,6 +81,7 @@ class ToolRun:
     message: UserMessage
     prevent_continuation: bool = False
     stop_reason: str = ""
+    hook_runs: tuple[HookRun, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -327,8 +329,9 @@ async def run_tool_use(
     pre = await run_tool_hooks(
         rctx.hooks.pre_tool_use,
         HookInput(event=HookEvent.PRE_TOOL_USE, tool_name=tool.name, tool_use_id=block["id"], tool_input=observed),
+        ctx=rctx.hook_context,
     )
-    stop = {"prevent_continuation": pre.prevent_continuation, "stop_reason": pre.stop_reason}
+    stop = {"prevent_continuation": pre.prevent_continuation, "stop_reason": pre.stop_reason, "hook_runs": pre.runs}
     if pre.denied:
         return fail(f"Hook denied this tool call: {pre.reason}", ToolOutcome.HOOK_DENIED, **stop)
     # A hook may rewrite what the tool runs with; the recorded tool_use block never changes.
@@ -339,7 +342,8 @@ async def run_tool_use(
             return fail(f"InputValidationError (input rewritten by hook): {problem}", ToolOutcome.INVALID_INPUT, **stop)
         observed = _observable(tool, run_input, rctx.tool_ctx)
 
-    decision = await _decide_permission(tool, observed, rctx)
+    # A hook's explicit allow stands in for the permission prompt (Claude Code's behaviour).
+    decision = PermissionDecision.allow() if pre.allowed else await _decide_permission(tool, observed, rctx)
     if decision.behavior is not PermissionBehavior.ALLOW:
         reason = decision.reason or f"Permission to use {tool.name} was denied."
         rctx.denials.append(PermissionDenial(tool.name, block["id"], observed, reason))
@@ -369,7 +373,10 @@ async def run_tool_use(
             tool_response=content if isinstance(content, str) else None,
             is_error=is_error,
         ),
+        ctx=rctx.hook_context,
     )
+    if post.feedback and isinstance(content, str):
+        content = f"{content}\n\n{post_tool_feedback_text(post.feedback)}"
     return ToolRun(
         tool_use_id=block["id"],
         tool_name=tool.name,
@@ -377,6 +384,7 @@ async def run_tool_use(
         message=_result_message(deps, block, assistant, content, is_error=is_error, observed=content),
         prevent_continuation=pre.prevent_continuation or post.prevent_continuation,
         stop_reason=post.stop_reason or pre.stop_reason,
+        hook_runs=pre.runs + post.runs,
     )
 
 

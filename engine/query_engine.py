@@ -21,8 +21,20 @@ from engine.cost import cost_usd
 from engine.deps import QueryDeps
 from engine.events import LoopEnd, RequestStart, TraceEvent, TraceKind
 from engine.hooks import Hooks
-from engine.loop import LoopItem, LoopParams, query
-from engine.messages import AssistantMessage, Message, ProgressMessage, SystemMessage, SystemSubtype, UserMessage
+from engine.loop import LoopItem, query
+from engine.attachments import AttachmentSources
+from engine.budget import TokenBudgetTracker, parse_token_budget
+from engine.hooks import HookContext
+from engine.messages import (
+    AssistantMessage,
+    Message,
+    ProgressMessage,
+    SystemMessage,
+    SystemSubtype,
+    TombstoneMessage,
+    UserMessage,
+)
+from engine.params import ContextState, LoopParams
 from engine.model import StreamEvent
 from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunContext
 from engine.settings import EngineSettings
@@ -118,6 +130,14 @@ class QueryEngine:
         self._hooks = hooks or Hooks()
         self.transcript = TranscriptWriter(transcript_path or session_dir / "transcript.jsonl")
         self._last_recorded_uuid: str | None = None
+        self._recorded: set[str] = set()
+        # What outlives one prompt: frozen context-shaping decisions and attachment sources.
+        self.context_state = ContextState()
+        self.attachment_sources = AttachmentSources()
+
+    def queue_command(self, text: str) -> None:
+        """Queue a user command; the loop attaches it after the next round of tool results."""
+        self.attachment_sources.queue_command(text)
 
     @property
     def read_file_state(self) -> dict[str, float]:
@@ -142,6 +162,7 @@ class QueryEngine:
         yield user
 
         tally = _TurnTally()
+        budget_target = parse_token_budget(prompt) if isinstance(prompt, str) else None
         params = LoopParams(
             deps=self.deps,
             settings=self.settings,
@@ -152,9 +173,15 @@ class QueryEngine:
                 deps=self.deps,
                 can_use_tool=self._can_use_tool,
                 hooks=self._hooks,
+                hook_context=self._hook_context(),
                 denials=self.permission_denials,
                 max_concurrency=self.settings.max_tool_concurrency,
             ),
+            hooks=self._hooks,
+            hook_context=self._hook_context(),
+            context=self.context_state,
+            attachments=self.attachment_sources,
+            token_budget=TokenBudgetTracker(budget_target) if budget_target else None,
             emit_stream_events=self.include_stream_events,
         )
         try:
@@ -191,25 +218,44 @@ class QueryEngine:
         tally.note_response(item)
         return True
 
+    def _hook_context(self) -> HookContext:
+        return HookContext(
+            cwd=self.workspace,
+            session_id=self.session_id,
+            transcript_path=self.transcript.path,
+            timeout_s=self.settings.hook_timeout_s,
+        )
+
     def _accept(self, message: Message) -> None:
-        """A message from the loop joins the history and the transcript (progress excepted)."""
+        """A message from the loop joins the history and the transcript (progress excepted).
+        A tombstone withdraws its target from the history; the transcript keeps both."""
         if isinstance(message, ProgressMessage):
+            return
+        if isinstance(message, TombstoneMessage):
+            self.mutable_messages = [m for m in self.mutable_messages if m.uuid != message.target_uuid]
+            self._record(message, chain=False)
             return
         if isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
             self.mutable_messages.clear()
         self.mutable_messages.append(message)
-        self._record(message)
+        if message.uuid not in self._recorded:  # messages kept across a compaction are on file already
+            self._record(message)
 
-    def _record(self, message: Message) -> None:
+    def _record(self, message: Message, *, chain: bool = True) -> None:
         # The transcript is a chain: each message points at the one before it, a tool result
-        # at the assistant message that asked for it, a compact boundary at nothing.
-        if isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
+        # at the assistant message that asked for it, a compact boundary at nothing. A
+        # tombstone stands outside the chain (it names its target instead).
+        if not chain:
+            pass
+        elif isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
             message.parent_uuid = None
         elif isinstance(message, UserMessage) and message.source_tool_assistant_uuid:
             message.parent_uuid = message.source_tool_assistant_uuid
         else:
             message.parent_uuid = self._last_recorded_uuid
-        self._last_recorded_uuid = message.uuid
+        if chain:
+            self._last_recorded_uuid = message.uuid
+        self._recorded.add(message.uuid)
         session_id, cwd = self.session_id, str(self.workspace)
         self.transcript.enqueue(lambda: {**message.to_record(), "session_id": session_id, "cwd": cwd})
 

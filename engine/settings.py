@@ -58,6 +58,9 @@ class EngineSettings:
     compact_keep_recent_messages: int = 0
     reactive_compact: bool = True
 
+    # Memory files read in the background at loop entry and attached once (globs, in the workspace).
+    memory_paths: tuple[str, ...] = ("CLAUDE.md",)
+
     # Tools and hooks.
     max_tool_concurrency: int = 10
     streaming_tool_execution: bool = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from engine.compact.autocompact import AutoCompactTracking
 from engine.messages import Message
 
 __all__ = ["State", "Terminal", "Transition"]
@@ -49,4 +50,4 @@ class State:
     has_attempted_reactive_compact: bool = False
     max_output_tokens_override: int | None = None
     stop_hook_active: bool = False
-    auto_compact_tracking: dict[str, int] = field(default_factory=dict)
+    auto_compact_tracking: AutoCompactTracking = field(default_factory=AutoCompactTracking)

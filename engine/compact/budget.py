@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from engine.compact._content import JsonDict, blocks_of, tool_result_text, with_content
 from engine.messages import AssistantMessage, Message, UserMessage
-from engine.tools.base import Tool, ToolError, ToolResult, ToolUseContext
-from engine.tools.result_storage import PREVIEW_CHARS, RESULTS_DIRNAME, apply_result_size_limit
+from engine.tools.base import ToolError, ToolUseContext
+from engine.tools.result_storage import PREVIEW_CHARS, RESULTS_DIRNAME, persist_result
 
 __all__ = [
     "DEFAULT_TOOL_RESULT_BUDGET_CHARS",
@@ -150,25 +150,10 @@ def _can_persist(block: JsonDict) -> bool:
     return len(text) > MIN_REPLACEABLE_CHARS and f"{RESULTS_DIRNAME}/{block['tool_use_id']}.txt" not in text
 
 
-class _PersistEverything(Tool):
-    """Stands in for a tool whose size limit is 0, so ``apply_result_size_limit`` saves any
-    non-empty result and returns its preview (the same file layout and preview as a tool's own
-    oversized output). Never offered to the model."""
-
-    name = "ToolResultBudget"
-    max_result_size_chars = 0
-
-    async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
-        raise ToolError("The tool-result budget is not a tool the model can call.")
-
-
-_PERSIST_EVERYTHING = _PersistEverything()
-
-
 def _persist(tool_use_id: str, text: str, ctx: ToolUseContext) -> str | None:
     """Save ``text`` and return its preview; None when the id cannot name a file."""
     try:
-        return apply_result_size_limit(_PERSIST_EVERYTHING, tool_use_id, text, ctx)
+        return persist_result(tool_use_id, text, ctx)
     except ToolError:
         return None
 

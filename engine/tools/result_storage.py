@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.tools.base import Tool, ToolError, ToolUseContext
 
-__all__ = ["PREVIEW_CHARS", "RESULTS_DIRNAME", "apply_result_size_limit", "empty_result_text"]
+__all__ = ["PREVIEW_CHARS", "RESULTS_DIRNAME", "apply_result_size_limit", "empty_result_text", "persist_result"]
 
 RESULTS_DIRNAME = "tool-results"
 PREVIEW_CHARS = 2_000
@@ -25,6 +25,12 @@ def apply_result_size_limit(tool: Tool, tool_use_id: str, content: str, ctx: Too
     limit = tool.max_result_size_chars
     if limit is None or len(content) <= limit:
         return content
+    return persist_result(tool_use_id, content, ctx)
+
+
+def persist_result(tool_use_id: str, content: str, ctx: ToolUseContext) -> str:
+    """Save ``content`` as ``tool-results/<tool_use_id>.txt`` in the session folder and return
+    the preview that replaces it."""
     _check_tool_use_id(tool_use_id)
     filename = f"{tool_use_id}.txt"
     _write_atomically(ctx.session_dir / RESULTS_DIRNAME / filename, content)

@@ -223,7 +223,7 @@ async def test_a_mid_stream_error_after_a_tool_use_leaves_no_tool_use_unanswered
     journal = Journal()
     turn = {"fault": "stream_error", "after_events": 6, "error_type": "overloaded_error", "message": "Overloaded",
             "content": [{"tool_use": {"name": "Probe", "input": {"label": "x"}}}, {"text": "never"}]}
-    session = make_session(session_root, [turn], tools=[ProbeTool(journal)])
+    session = make_session(session_root, [turn], tools=[ProbeTool(journal)], settings=EngineSettings(max_retries=0))
     result = await session.submit("go")
 
     assert result.terminal_reason is Terminal.COMPLETED and result.is_error
@@ -232,9 +232,12 @@ async def test_a_mid_stream_error_after_a_tool_use_leaves_no_tool_use_unanswered
     assert_next_request_valid(session)
 
 
-async def test_max_tokens_is_reported_as_an_api_error_after_the_partial_answer(session_root: Path) -> None:
+async def test_max_tokens_with_recovery_off_is_reported_after_the_partial_answer(session_root: Path) -> None:
     turn = {"content": [{"text": "a long answer that gets cut"}], "stop_reason": "max_tokens"}
-    session = make_session(session_root, [turn], settings=EngineSettings(max_output_tokens=50))
+    settings = EngineSettings(
+        max_output_tokens=50, max_output_tokens_escalation=False, max_output_tokens_recovery_limit=0
+    )
+    session = make_session(session_root, [turn], settings=settings)
     result = await session.submit("go")
 
     messages = [m for m in session.engine.mutable_messages if isinstance(m, AssistantMessage)]

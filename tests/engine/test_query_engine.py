@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine import AssistantMessage, ResultSubtype, Terminal, TraceKind, Transition, UserMessage
+from engine import AssistantMessage, EngineSettings, ResultSubtype, Terminal, TraceKind, Transition, UserMessage
 from engine.hooks import HookInput, Hooks
 from engine.transcript import read_transcript
 from tests.engine.conftest import assert_pairing, make_session
@@ -166,7 +166,7 @@ async def test_backfilled_paths_never_reach_the_request_or_the_transcript(tmp_pa
 
 async def test_an_api_error_is_reported_as_an_assistant_message_and_ends_the_turn(session_root: Path) -> None:
     turns = [{"fault": "http_error", "status": 529, "error_type": "overloaded_error", "message": "Overloaded"}]
-    session = make_session(session_root, turns)
+    session = make_session(session_root, turns, settings=EngineSettings(max_retries=0))
     result = await session.submit("hi")
 
     error = [m for m in session.engine.mutable_messages if isinstance(m, AssistantMessage)][-1]

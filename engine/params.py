@@ -1,0 +1,46 @@
+"""``LoopParams``: what one run of the loop needs, fixed for the run (its state across passes
+lives in ``State``; what outlives a run lives on the ``QueryEngine`` and is reached from here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.attachments import AttachmentSources, render_attachment_for_api
+from engine.budget import TokenBudgetTracker
+from engine.compact import ContentReplacementState, ContextCollapse
+from engine.deps import QueryDeps
+from engine.hooks import HookContext, Hooks
+from engine.orchestration import ToolRunContext
+from engine.settings import EngineSettings
+from engine.tools.base import Tool
+
+__all__ = ["ContextState", "LoopParams"]
+
+
+@dataclass
+class ContextState:
+    """Context-shaping decisions that must stay the same on every later request of a session
+    (so requests stay byte-stable): which tool results were replaced, which spans collapsed."""
+
+    replacements: ContentReplacementState = field(default_factory=ContentReplacementState)
+    collapse: ContextCollapse = field(default_factory=ContextCollapse)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopParams:
+    """What one run of the loop needs."""
+
+    deps: QueryDeps
+    settings: EngineSettings
+    tools: Mapping[str, Tool]
+    rctx: ToolRunContext
+    hooks: Hooks = field(default_factory=Hooks)
+    hook_context: HookContext | None = None
+    context: ContextState = field(default_factory=ContextState)
+    attachments: AttachmentSources | None = None
+    token_budget: TokenBudgetTracker | None = None
+    # Raw stream events cost a hop through every generator layer: only pass them when asked.
+    emit_stream_events: bool = False
+    render_attachment: Callable[[dict[str, Any]], str | None] = render_attachment_for_api
