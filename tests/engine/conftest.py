@@ -104,7 +104,27 @@ def make_session(
         can_use_tool=can_use_tool,
         hooks=hooks,
     )
-    return Session(engine, fake, workspace, root / "session", [])
+    session = Session(engine, fake, workspace, root / "session", [])
+    _SESSIONS.append(session)
+    return session
+
+
+_SESSIONS: list[Session] = []
+
+
+@pytest.fixture(autouse=True)
+def every_request_obeys_the_pairing_rule() -> Any:
+    """The invariant checked after every engine test: each request any session sent pairs every
+    tool_use with a result in the next message, and no result lacks its tool_use."""
+    _SESSIONS.clear()
+    yield
+    for session in _SESSIONS:
+        for number, body in enumerate(session.requests, start=1):
+            try:
+                assert_pairing(body["messages"])
+            except AssertionError as exc:
+                raise AssertionError(f"request {number} broke the pairing rule: {exc}") from None
+    _SESSIONS.clear()
 
 
 def assert_pairing(api_messages: list[JsonDict]) -> None:
