@@ -89,6 +89,8 @@ class EchoTool(Tool):
 class NullTranscript:
     """Stands in for ``TranscriptWriter``: accepts records and never builds or writes them."""
 
+    path = None
+
     def enqueue(self, record: Callable[[], JsonDict]) -> None:
         pass
 

@@ -18,7 +18,6 @@ from engine.abort import AbortedError
 from engine.events import FallbackKind, ToolOutcome, TraceEvent, TraceKind
 from engine.messages import AssistantMessage, Message, SystemLevel, SystemMessage, SystemSubtype, TombstoneMessage
 from engine.model import BlockComplete, ModelError, ModelErrorKind, ModelRequest, ResponseEnd, StreamEvent
-from engine.normalize import normalize_messages_for_api
 from engine.orchestration import StreamingToolExecutor, ToolRun
 from engine.params import LoopParams
 from engine.retry import (
@@ -51,13 +50,13 @@ class Withheld:
 def build_request(working: Sequence[Message], params: LoopParams, *, model: str, max_tokens: int) -> ModelRequest:
     """The Messages API request for ``working``, with the user context prepended."""
     settings = params.settings
-    api_messages = normalize_messages_for_api(
-        working, thinking_enabled=settings.thinking is not None, render_attachment=params.render_attachment
-    )
+    api_messages = params.normalize(working)
     if settings.user_context:
         context = {"type": "text", "text": f"<system-reminder>\n{settings.user_context}\n</system-reminder>"}
         if api_messages and api_messages[0]["role"] == "user":
-            api_messages[0]["content"].insert(0, context)
+            # A new first entry: the normalized view is shared and must not change.
+            first = api_messages[0]
+            api_messages = [{"role": "user", "content": [context, *first["content"]]}, *api_messages[1:]]
         else:
             api_messages.insert(0, {"role": "user", "content": [context]})
     return ModelRequest(

@@ -3,7 +3,7 @@ lives in ``State``; what outlives a run lives on the ``QueryEngine`` and is reac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +12,9 @@ from engine.budget import TokenBudgetTracker
 from engine.compact import ContentReplacementState, ContextCollapse
 from engine.deps import QueryDeps
 from engine.hooks import HookContext, Hooks
+from engine.messages import Message
+from engine.normalize import normalize_messages_for_api
+from engine.normalize_cache import IncrementalNormalizer
 from engine.orchestration import ToolRunContext
 from engine.settings import EngineSettings
 from engine.tools.base import Tool
@@ -44,3 +47,14 @@ class LoopParams:
     # Raw stream events cost a hop through every generator layer: only pass them when asked.
     emit_stream_events: bool = False
     render_attachment: Callable[[dict[str, Any]], str | None] = render_attachment_for_api
+    # The API view of the history, kept between passes (and prompts) so a pass normalizes only
+    # what is new; None normalizes from scratch every time.
+    normalizer: IncrementalNormalizer | None = None
+
+    def normalize(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """The ``messages`` of a request for ``messages``."""
+        if self.normalizer is not None:
+            return self.normalizer(messages)
+        return normalize_messages_for_api(
+            messages, thinking_enabled=self.settings.thinking is not None, render_attachment=self.render_attachment
+        )

@@ -22,7 +22,8 @@ from engine.deps import QueryDeps
 from engine.events import LoopEnd, RequestStart, TraceEvent, TraceKind
 from engine.hooks import Hooks
 from engine.loop import LoopItem, query
-from engine.attachments import AttachmentSources
+from engine.attachments import AttachmentSources, render_attachment_for_api
+from engine.normalize_cache import IncrementalNormalizer
 from engine.budget import TokenBudgetTracker, parse_token_budget
 from engine.hooks import HookContext
 from engine.messages import (
@@ -134,6 +135,9 @@ class QueryEngine:
         # What outlives one prompt: frozen context-shaping decisions and attachment sources.
         self.context_state = ContextState()
         self.attachment_sources = AttachmentSources()
+        self._normalizer = IncrementalNormalizer(
+            thinking_enabled=self.settings.thinking is not None, render_attachment=render_attachment_for_api
+        )
 
     def queue_command(self, text: str) -> None:
         """Queue a user command; the loop attaches it after the next round of tool results."""
@@ -182,6 +186,7 @@ class QueryEngine:
             context=self.context_state,
             attachments=self.attachment_sources,
             token_budget=TokenBudgetTracker(budget_target) if budget_target else None,
+            normalizer=self._normalizer,
             emit_stream_events=self.include_stream_events,
         )
         try:

@@ -43,6 +43,9 @@ class ContentReplacementState:
 
     decisions: dict[str, bool] = field(default_factory=dict)
     replacements: dict[str, str] = field(default_factory=dict)
+    # User messages whose every result is decided: skipped on later passes, so a pass costs
+    # what is new since the last one, not the whole history again.
+    settled: set[str] = field(default_factory=set)
 
     def is_decided(self, tool_use_id: str) -> bool:
         return tool_use_id in self.decisions
@@ -82,7 +85,11 @@ def apply_tool_result_budget(
     out = list(messages)
     replaced_ids: list[str] = []
     for group in _user_turns(messages):
-        replaced_ids.extend(_decide_turn([out[i] for i in group], state, limit_chars=limit_chars, ctx=ctx))
+        if not all(out[i].uuid in state.settled for i in group):
+            replaced_ids.extend(_decide_turn([out[i] for i in group], state, limit_chars=limit_chars, ctx=ctx))
+            state.settled.update(out[i].uuid for i in group)
+        if not state.replacements:
+            continue  # nothing was ever replaced: every message stays as it is
         for index in group:
             message = out[index]
             assert isinstance(message, UserMessage)  # _user_turns indexes user messages only
@@ -115,6 +122,8 @@ def _decide_turn(
     turn: Sequence[Message], state: ContentReplacementState, *, limit_chars: int, ctx: ToolUseContext
 ) -> list[str]:
     results = _results(turn)
+    if all(state.is_decided(block["tool_use_id"]) for block in results):
+        return []  # every decision is frozen: nothing to measure (the common case, every pass)
     total = sum(_current_size(block, state) for block in results)
     fresh = [block for block in results if not state.is_decided(block["tool_use_id"])]
     replaced: list[str] = []
