@@ -56,7 +56,14 @@ from typing import Any
 import anthropic
 import httpx2
 
-from engine import AnthropicModel, EngineSettings, QueryDeps, QueryEngine, QueryResult, ResultSubtype
+from engine import (
+    AnthropicModel,
+    EngineSettings,
+    QueryDeps,
+    QueryEngine,
+    QueryResult,
+    ResultSubtype,
+)
 from engine.tools.base import Tool, ToolResult, ToolUseContext
 from replay.fake import FakeModel, FakeModelTransport
 from replay.scenario import Scenario, TextBlock, ToolUseBlock, Turn

@@ -22,9 +22,20 @@ from engine.messages import (
     TombstoneMessage,
     UserMessage,
 )
-from engine.model import AnthropicModel, ModelClient, ModelError, ModelErrorKind, ModelRequest
+from engine.model import (
+    AnthropicModel,
+    ModelClient,
+    ModelError,
+    ModelErrorKind,
+    ModelRequest,
+)
 from engine.normalize import normalize_messages_for_api
-from engine.orchestration import PermissionDenial, StreamingToolExecutor, partition_tool_calls, run_tools
+from engine.orchestration import (
+    PermissionDenial,
+    StreamingToolExecutor,
+    partition_tool_calls,
+    run_tools,
+)
 from engine.query_engine import QueryEngine, QueryResult, ResultSubtype
 from engine.settings import DEFAULT_MODEL, EngineSettings
 from engine.state import State, Terminal, Transition

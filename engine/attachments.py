@@ -77,9 +77,7 @@ class AttachmentSources:
         consumed is replaced."""
         for pattern in paths:
             if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-                raise ValueError(
-                    f"Memory path {pattern!r} must be a pattern relative to the workspace, without '..'."
-                )
+                raise ValueError(f"Memory path {pattern!r} must be a pattern relative to the workspace, without '..'.")
         self.cancel_memory_prefetch()
         if paths:
             self._prefetch = asyncio.get_running_loop().create_task(_read_memory(Path(workspace), tuple(paths)))

@@ -106,9 +106,7 @@ class TokenBudgetTracker:
         while below 90 % of the target, unless the last two continuations each added fewer
         than 500 tokens after at least three of them (diminishing returns)."""
         if turn_output_tokens < self._last_tokens:
-            raise ValueError(
-                f"Output tokens of a turn only grow: got {turn_output_tokens} after {self._last_tokens}."
-            )
+            raise ValueError(f"Output tokens of a turn only grow: got {turn_output_tokens} after {self._last_tokens}.")
         tokens, target = turn_output_tokens, self.target
         pct = (200 * tokens + target) // (2 * target)  # tokens/target as a percentage, rounded half up
         delta = tokens - self._last_tokens

@@ -10,7 +10,7 @@ __all__ = ["ModelPrice", "cost_usd", "price_for"]
 class ModelPrice:
     """Dollars per million tokens."""
 
-    def __init__(self, input: float, output: float) -> None:  # noqa: A002 - the API's word
+    def __init__(self, input: float, output: float) -> None:
         self.input = input
         self.output = output
         # Anthropic's published ratios: cache writes cost 1.25x input, cache reads 0.1x.

@@ -31,9 +31,25 @@ from typing import IO, Any
 from engine.tools.bash import _kill_group, scrubbed_environment
 
 __all__ = [
-    "DEFAULT_HOOK_TIMEOUT_S", "CombinedHookResult", "CommandHook", "HookContext", "HookDecision", "HookEvent",
-    "HookInput", "HookOutcome", "HookResult", "HookRun", "Hooks", "StopHook", "StopHookInput", "StopHookOutcome",
-    "StopHookResult", "ToolHook", "post_tool_feedback_text", "run_stop_hooks", "run_tool_hooks",
+    "DEFAULT_HOOK_TIMEOUT_S",
+    "CombinedHookResult",
+    "CommandHook",
+    "HookContext",
+    "HookDecision",
+    "HookEvent",
+    "HookInput",
+    "HookOutcome",
+    "HookResult",
+    "HookRun",
+    "Hooks",
+    "StopHook",
+    "StopHookInput",
+    "StopHookOutcome",
+    "StopHookResult",
+    "ToolHook",
+    "post_tool_feedback_text",
+    "run_stop_hooks",
+    "run_tool_hooks",
     "stop_hook_feedback_text",
 ]
 
@@ -70,8 +86,9 @@ class HookOutcome(StrEnum):
 class CommandHook:
     """A hook run as ``bash -c command`` in the workspace, without credentials in its
     environment, with the event as JSON on stdin; background processes it starts are stopped
-    when it ends. ``timeout_s`` defaults to the session's ``hook_timeout_s``. ``matcher`` (tool hooks only; ignored for stop hooks) is a regular
-    expression the whole tool name must match; ``None``, ``""`` or ``"*"`` match every tool."""
+    when it ends. ``timeout_s`` defaults to the session's ``hook_timeout_s``. ``matcher`` (tool
+    hooks only; ignored for stop hooks) is a regular expression the whole tool name must match;
+    ``None``, ``""`` or ``"*"`` match every tool."""
 
     command: str
     timeout_s: float | None = None
@@ -87,8 +104,7 @@ class CommandHook:
                 re.compile(self.matcher)
             except re.error as exc:
                 raise ValueError(
-                    f"CommandHook `{self.command}`: matcher {self.matcher!r} is not a valid regular "
-                    f"expression ({exc})."
+                    f"CommandHook `{self.command}`: matcher {self.matcher!r} is not a valid regular expression ({exc})."
                 ) from exc
 
     def matches(self, tool_name: str) -> bool:
@@ -143,8 +159,8 @@ class StopHookResult:
     stop_reason: str = ""
 
 
-ToolHook = Callable[[HookInput], "HookResult | None | Awaitable[HookResult | None]"] | CommandHook
-StopHook = Callable[[StopHookInput], "StopHookResult | None | Awaitable[StopHookResult | None]"] | CommandHook
+ToolHook = Callable[[HookInput], "HookResult | Awaitable[HookResult | None] | None"] | CommandHook
+StopHook = Callable[[StopHookInput], "StopHookResult | Awaitable[StopHookResult | None] | None"] | CommandHook
 
 
 @dataclass(frozen=True)
@@ -320,7 +336,7 @@ async def _run_python_hook(
         if scope.expired():
             return _failed(event, label, HookOutcome.TIMEOUT, f"timed out after {timeout_s:g} s")
         return _failed(event, label, HookOutcome.NON_BLOCKING_ERROR, f"raised TimeoutError: {exc}")
-    except Exception as exc:  # noqa: BLE001 - a hook's bug is reported, never fatal to the loop
+    except Exception as exc:
         return _failed(event, label, HookOutcome.NON_BLOCKING_ERROR, f"raised {type(exc).__name__}: {exc}")
     return _answer_from_python(event, label, answer)
 
@@ -425,7 +441,9 @@ async def _execute(command: str, payload: bytes, cwd: Path, timeout_s: float) ->
         stdin.write(payload)
         stdin.seek(0)
         process = await asyncio.create_subprocess_exec(
-            "bash", "-c", command,
+            "bash",
+            "-c",
+            command,
             cwd=cwd,
             env=scrubbed_environment(os.environ),
             stdin=stdin,

@@ -38,7 +38,7 @@ from engine.params import LoopParams
 from engine.shaping import ReactiveCompact, shape_context
 from engine.state import State, Terminal, Transition
 
-__all__ = ["LoopItem", "MAX_OUTPUT_TOKENS_RECOVERY_TEXT", "messages_after_compact_boundary", "query", "query_loop"]
+__all__ = ["MAX_OUTPUT_TOKENS_RECOVERY_TEXT", "LoopItem", "messages_after_compact_boundary", "query", "query_loop"]
 
 JsonDict = dict[str, Any]
 LoopItem = Message | StreamEvent | RequestStart | TraceEvent | LoopEnd
@@ -154,7 +154,9 @@ async def query_loop(
         # 5. No tool use (or an API error): recover, or run stop hooks and the budget, or stop.
         if not call.has_tool_use or call.api_error is not None:
             outcome = _Next()
-            async with aclosing(_finish_without_tools(call, state, working, params, turn_output_tokens, outcome)) as items:
+            async with aclosing(
+                _finish_without_tools(call, state, working, params, turn_output_tokens, outcome)
+            ) as items:
                 async for item in items:
                     yield item
             if outcome.state is not None:
@@ -245,7 +247,9 @@ async def _finish_without_tools(
             committed = params.context.collapse.drain()
             yield TraceEvent(TraceKind.COMPACTION, turn, {"tier": "collapse", "drained": committed})
             if committed > 0:
-                out.state = dataclasses.replace(state, messages=tuple(working), transition=Transition.COLLAPSE_DRAIN_RETRY)
+                out.state = dataclasses.replace(
+                    state, messages=tuple(working), transition=Transition.COLLAPSE_DRAIN_RETRY
+                )
                 return
         if settings.reactive_compact and not state.has_attempted_reactive_compact:
             async for item in _reactive_compact(call, state, working, params, out, strip_media=False):
@@ -299,14 +303,18 @@ async def _finish_without_tools(
     if params.hooks.stop:
         outcome = await run_stop_hooks(
             params.hooks.stop,
-            StopHookInput(stop_hook_active=state.stop_hook_active, last_assistant_text=_text_of(call.assistant_messages)),
+            StopHookInput(
+                stop_hook_active=state.stop_hook_active, last_assistant_text=_text_of(call.assistant_messages)
+            ),
             ctx=params.hook_context,
         )
         for hook_run in outcome.runs:
             yield _hook_trace(turn, hook_run)
         if outcome.prevent_continuation:
             yield SystemMessage.create(
-                deps, SystemSubtype.WARNING, outcome.stop_reason or "A stop hook prevented continuation.",
+                deps,
+                SystemSubtype.WARNING,
+                outcome.stop_reason or "A stop hook prevented continuation.",
                 level=SystemLevel.WARNING,
             )
             out.terminal = Terminal.STOP_HOOK_PREVENTED
@@ -330,8 +338,12 @@ async def _finish_without_tools(
         yield TraceEvent(
             TraceKind.TOKEN_BUDGET,
             turn,
-            {"pct": decision.pct, "tokens": turn_output_tokens, "continue": decision.continue_,
-             "reason": decision.reason.value},
+            {
+                "pct": decision.pct,
+                "tokens": turn_output_tokens,
+                "continue": decision.continue_,
+                "reason": decision.reason.value,
+            },
         )
         if decision.continue_:
             nudge = UserMessage.create(deps, decision.nudge_text, is_meta=True)
@@ -392,8 +404,12 @@ def _hook_trace(turn: int, hook_run: Any) -> TraceEvent:
     return TraceEvent(
         TraceKind.HOOK,
         turn,
-        {"event": str(hook_run.event), "hook": hook_run.label, "outcome": str(hook_run.outcome),
-         "message": hook_run.message},
+        {
+            "event": str(hook_run.event),
+            "hook": hook_run.label,
+            "outcome": str(hook_run.outcome),
+            "message": hook_run.message,
+        },
     )
 
 

@@ -14,6 +14,9 @@ from typing import Any, ClassVar
 from engine.deps import QueryDeps
 
 __all__ = [
+    "INTERRUPT_MESSAGE",
+    "INTERRUPT_MESSAGE_FOR_TOOL_USE",
+    "MISSING_TOOL_RESULT",
     "AssistantMessage",
     "AttachmentMessage",
     "AttachmentType",
@@ -25,9 +28,6 @@ __all__ = [
     "SystemSubtype",
     "TombstoneMessage",
     "UserMessage",
-    "INTERRUPT_MESSAGE",
-    "INTERRUPT_MESSAGE_FOR_TOOL_USE",
-    "MISSING_TOOL_RESULT",
     "message_from_record",
     "tool_result_block",
     "tool_use_blocks",
@@ -178,9 +178,7 @@ class SystemMessage(Message):
         level: SystemLevel = SystemLevel.INFO,
         data: JsonDict | None = None,
     ) -> SystemMessage:
-        return cls(
-            uuid=deps.uuid(), timestamp=deps.now(), subtype=subtype, content=content, level=level, data=data
-        )
+        return cls(uuid=deps.uuid(), timestamp=deps.now(), subtype=subtype, content=content, level=level, data=data)
 
 
 @dataclass(kw_only=True)

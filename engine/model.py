@@ -22,6 +22,7 @@ import httpx2
 from engine.model_errors import ModelError, ModelErrorKind, classify_error
 
 __all__ = [
+    "NON_STREAMING_TIMEOUT_S",
     "AnthropicModel",
     "BlockComplete",
     "ModelClient",
@@ -29,7 +30,6 @@ __all__ = [
     "ModelErrorKind",
     "ModelEvent",
     "ModelRequest",
-    "NON_STREAMING_TIMEOUT_S",
     "QuerySource",
     "ResponseEnd",
     "StreamEvent",
@@ -144,7 +144,7 @@ class AnthropicModel:
             return
         try:
             stream = await self.client.messages.create(**request.params(), stream=True)
-        except Exception as exc:  # noqa: BLE001 - every failure is classified, none escapes raw
+        except Exception as exc:
             raise classify_error(exc) from exc
         assembler = _ResponseAssembler(request_id=stream.response.headers.get("request-id"))
         try:
@@ -153,7 +153,7 @@ class AnthropicModel:
                 completed = assembler.feed(event)
                 if completed is not None:
                     yield completed
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise classify_error(exc, mid_stream=True) from exc
         finally:
             await stream.close()
@@ -165,7 +165,7 @@ class AnthropicModel:
         del params["max_tokens"]
         try:
             counted = await self.client.messages.count_tokens(**params)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise classify_error(exc) from exc
         return counted.input_tokens
 
@@ -175,7 +175,7 @@ class AnthropicModel:
         # 64,000 of a max-output-tokens retry would be.
         try:
             message = await self.client.messages.create(**request.params(), timeout=self.non_streaming_timeout_s)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise classify_error(exc) from exc
         usage = _usage_dict(message.usage)
         # ``_request_id`` is the SDK's documented (public despite the underscore) accessor.

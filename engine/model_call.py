@@ -16,8 +16,22 @@ from typing import Any
 
 from engine.abort import AbortedError
 from engine.events import FallbackKind, ToolOutcome, TraceEvent, TraceKind
-from engine.messages import AssistantMessage, Message, SystemLevel, SystemMessage, SystemSubtype, TombstoneMessage
-from engine.model import BlockComplete, ModelError, ModelErrorKind, ModelRequest, ResponseEnd, StreamEvent
+from engine.messages import (
+    AssistantMessage,
+    Message,
+    SystemLevel,
+    SystemMessage,
+    SystemSubtype,
+    TombstoneMessage,
+)
+from engine.model import (
+    BlockComplete,
+    ModelError,
+    ModelErrorKind,
+    ModelRequest,
+    ResponseEnd,
+    StreamEvent,
+)
 from engine.orchestration import StreamingToolExecutor, ToolRun
 from engine.params import LoopParams
 from engine.retry import (
@@ -113,15 +127,22 @@ class ModelCall:
                 break
             partial_ids = [m.uuid for m in self.assistant_messages]
             if self._is_broken_stream(error):
-                yield TraceEvent(TraceKind.FALLBACK, turn, {"kind": FallbackKind.STREAMING.value,
-                                                           "error": error.kind.value, "tombstoned": len(partial_ids)})
+                yield TraceEvent(
+                    TraceKind.FALLBACK,
+                    turn,
+                    {"kind": FallbackKind.STREAMING.value, "error": error.kind.value, "tombstoned": len(partial_ids)},
+                )
                 for item in self._abandon_attempt(STREAMING_FALLBACK_RESULT):
                     yield item
                 self.request = dataclasses.replace(self.request, stream=False)
                 continue
             retry = retry.next(error)
-            if should_fall_back(retry, threshold=settings.overloaded_before_fallback,
-                                fallback_model=settings.fallback_model, current_model=self.model):
+            if should_fall_back(
+                retry,
+                threshold=settings.overloaded_before_fallback,
+                fallback_model=settings.fallback_model,
+                current_model=self.model,
+            ):
                 assert settings.fallback_model is not None
                 previous, self.model = self.model, settings.fallback_model
                 for item in self._abandon_attempt(MODEL_FALLBACK_RESULT):
@@ -130,24 +151,54 @@ class ModelCall:
                 self.working = strip_thinking_signatures(self.working)
                 self.request = build_request(self.working, self.params, model=self.model, max_tokens=self.max_tokens)
                 retry = RetryState()
-                yield TraceEvent(TraceKind.FALLBACK, turn, {"kind": FallbackKind.MODEL.value, "from": previous,
-                                                           "to": self.model, "tombstoned": len(partial_ids)})
-                yield SystemMessage.create(deps, SystemSubtype.WARNING, fallback_warning_text(self.model, previous),
-                                           level=SystemLevel.WARNING)
+                yield TraceEvent(
+                    TraceKind.FALLBACK,
+                    turn,
+                    {
+                        "kind": FallbackKind.MODEL.value,
+                        "from": previous,
+                        "to": self.model,
+                        "tombstoned": len(partial_ids),
+                    },
+                )
+                yield SystemMessage.create(
+                    deps, SystemSubtype.WARNING, fallback_warning_text(self.model, previous), level=SystemLevel.WARNING
+                )
                 continue
             if is_retryable(error) and retry.attempt <= settings.max_retries:
-                delay = retry_delay_s(retry.attempt, error=error, rng=deps.rng, base_s=settings.retry_base_delay_s,
-                                      max_s=settings.retry_max_delay_s, jitter=settings.retry_jitter)
+                delay = retry_delay_s(
+                    retry.attempt,
+                    error=error,
+                    rng=deps.rng,
+                    base_s=settings.retry_base_delay_s,
+                    max_s=settings.retry_max_delay_s,
+                    jitter=settings.retry_jitter,
+                )
                 for item in self._abandon_attempt(f"API error: {error}"):
                     yield item
-                yield TraceEvent(TraceKind.RETRY, turn, {"attempt": retry.attempt, "error": error.kind.value,
-                                                        "status": error.status, "delay_ms": round(delay * 1000),
-                                                        "tombstoned": len(partial_ids)})
+                yield TraceEvent(
+                    TraceKind.RETRY,
+                    turn,
+                    {
+                        "attempt": retry.attempt,
+                        "error": error.kind.value,
+                        "status": error.status,
+                        "delay_ms": round(delay * 1000),
+                        "tombstoned": len(partial_ids),
+                    },
+                )
                 yield SystemMessage.create(
-                    deps, SystemSubtype.API_ERROR,
-                    retry_message_text(error, retry.attempt, settings.max_retries, delay), level=SystemLevel.ERROR,
-                    data={"attempt": retry.attempt, "max_retries": settings.max_retries, "retry_in_ms": round(delay * 1000),
-                          "status": error.status, "error": error.kind.value},
+                    deps,
+                    SystemSubtype.API_ERROR,
+                    retry_message_text(error, retry.attempt, settings.max_retries, delay),
+                    level=SystemLevel.ERROR,
+                    data={
+                        "attempt": retry.attempt,
+                        "max_retries": settings.max_retries,
+                        "retry_in_ms": round(delay * 1000),
+                        "status": error.status,
+                        "error": error.kind.value,
+                    },
                 )
                 await deps.sleep(delay)
                 continue
@@ -159,7 +210,9 @@ class ModelCall:
                 f"Claude's response exceeded the {self.request.max_tokens} output token maximum. "
                 "To configure this behavior, set max_output_tokens in the engine settings."
             )
-            self.withheld = Withheld(ModelErrorKind.MAX_OUTPUT_TOKENS, self._error_message(text, ModelErrorKind.MAX_OUTPUT_TOKENS))
+            self.withheld = Withheld(
+                ModelErrorKind.MAX_OUTPUT_TOKENS, self._error_message(text, ModelErrorKind.MAX_OUTPUT_TOKENS)
+            )
             yield TraceEvent(TraceKind.WITHHELD, turn, {"error": ModelErrorKind.MAX_OUTPUT_TOKENS.value})
 
     async def _attempt(self) -> AsyncIterator[Message | StreamEvent]:

@@ -50,7 +50,7 @@ class IncrementalNormalizer:
         prefix = self._inputs
         if len(messages) < len(prefix):
             return False
-        return all(a is b for a, b in zip(prefix, messages))
+        return all(a is b for a, b in zip(prefix, messages, strict=False))
 
     def _settle(self, messages: Sequence[Message]) -> None:
         """Grow the settled prefix to the last cut (a new response right after a user message)."""

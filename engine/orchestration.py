@@ -19,9 +19,23 @@ import jsonschema
 from engine.abort import AbortController, AbortedError
 from engine.deps import QueryDeps
 from engine.events import ToolOutcome
-from engine.hooks import HookContext, HookEvent, HookInput, HookRun, Hooks, post_tool_feedback_text, run_tool_hooks
+from engine.hooks import (
+    HookContext,
+    HookEvent,
+    HookInput,
+    HookRun,
+    Hooks,
+    post_tool_feedback_text,
+    run_tool_hooks,
+)
 from engine.messages import AssistantMessage, UserMessage, tool_result_block
-from engine.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolError, ToolUseContext
+from engine.tools.base import (
+    PermissionBehavior,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolUseContext,
+)
 from engine.tools.result_storage import apply_result_size_limit, empty_result_text
 
 __all__ = [
@@ -126,7 +140,7 @@ def _check_call(block: JsonDict, tools: Mapping[str, Tool]) -> _CallCheck:
         return _CallCheck(tool, problem, False)
     try:
         safe = bool(tool.is_concurrency_safe(block["input"]))
-    except Exception:  # noqa: BLE001 - a tool that cannot tell is treated as unsafe
+    except Exception:
         safe = False
     return _CallCheck(tool, None, safe)
 
@@ -255,9 +269,7 @@ class StreamingToolExecutor:
         return synthetic_tool_run(entry.block, entry.assistant, self._rctx.deps, text, outcome)
 
 
-async def run_tools(
-    calls: Sequence[tuple[JsonDict, AssistantMessage]], rctx: ToolRunContext
-) -> AsyncIterator[ToolRun]:
+async def run_tools(calls: Sequence[tuple[JsonDict, AssistantMessage]], rctx: ToolRunContext) -> AsyncIterator[ToolRun]:
     """Run ``calls`` with the batching rules and yield their results in order."""
     executor = StreamingToolExecutor(rctx)
     for block, assistant in calls:
@@ -359,7 +371,7 @@ async def run_tool_use(
         return fail(siblings.reason or "Cancelled", ToolOutcome.CANCELLED, **stop)
     except ToolError as exc:
         content, is_error, outcome = str(exc), True, ToolOutcome.ERROR
-    except Exception as exc:  # noqa: BLE001 - a tool's bug becomes an error result, not a crash
+    except Exception as exc:
         content, is_error, outcome = f"Error: {type(exc).__name__}: {exc}", True, ToolOutcome.ERROR
 
     content = _shape_content(tool, block["id"], content, rctx.tool_ctx)
@@ -391,7 +403,7 @@ async def run_tool_use(
 def _observable(tool: Tool, tool_input: JsonDict, ctx: ToolUseContext) -> JsonDict:
     try:
         return tool.observable_input(tool_input, ctx)
-    except Exception:  # noqa: BLE001 - backfill is a convenience for observers, never fatal
+    except Exception:
         return dict(tool_input)
 
 

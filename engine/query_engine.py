@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.abort import AbortController
+from engine.attachments import AttachmentSources, render_attachment_for_api
+from engine.budget import TokenBudgetTracker, parse_token_budget
+from engine.compact import CompactionResult, CompactTrigger, compact_conversation
 from engine.cost import cost_usd
 from engine.deps import QueryDeps
-from engine.events import LoopEnd, RequestStart, TraceEvent, TraceKind
-from engine.hooks import Hooks
-from engine.loop import LoopItem, query
-from engine.attachments import AttachmentSources, render_attachment_for_api
-from engine.normalize_cache import IncrementalNormalizer
-from engine.budget import TokenBudgetTracker, parse_token_budget
-from engine.hooks import HookContext
+from engine.events import CompactionTier, LoopEnd, RequestStart, TraceEvent, TraceKind
+from engine.hooks import HookContext, Hooks
+from engine.loop import LoopItem, messages_after_compact_boundary, query
 from engine.messages import (
     AssistantMessage,
     Message,
@@ -35,9 +34,10 @@ from engine.messages import (
     TombstoneMessage,
     UserMessage,
 )
-from engine.params import ContextState, LoopParams
 from engine.model import StreamEvent
+from engine.normalize_cache import IncrementalNormalizer
 from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunContext
+from engine.params import ContextState, LoopParams
 from engine.settings import EngineSettings
 from engine.state import Terminal
 from engine.tools import default_tools
@@ -222,6 +222,36 @@ class QueryEngine:
         self._accept(item)
         tally.note_response(item)
         return True
+
+    async def compact(self) -> CompactionResult:
+        """Summarize the conversation now (a ``manual`` compact boundary); the summary request
+        goes through the same model client. Raises ``CompactionError`` if it fails, with the
+        history unchanged."""
+        working = messages_after_compact_boundary(self.mutable_messages)
+        result = await compact_conversation(
+            working,
+            deps=self.deps,
+            settings=self.settings,
+            model=self.settings.model,
+            trigger=CompactTrigger.MANUAL,
+            keep_recent_messages=self.settings.compact_keep_recent_messages,
+        )
+        for message in result.messages:
+            self._accept(message)
+        self.trace.append(
+            TraceEvent(
+                TraceKind.COMPACTION,
+                0,
+                {
+                    "tier": CompactionTier.MANUAL.value,
+                    "boundary": result.boundary.uuid,
+                    "tokens_before": result.pre_tokens,
+                    "tokens_after": result.post_tokens,
+                },
+            )
+        )
+        self.transcript.flush()
+        return result
 
     def _hook_context(self) -> HookContext:
         return HookContext(

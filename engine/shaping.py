@@ -19,6 +19,8 @@ from engine.compact import (
     microcompact,
     should_autocompact,
     snip_old_rounds,
+)
+from engine.compact import (
     strip_media as strip_media_blocks,
 )
 from engine.events import CompactionTier, TraceEvent, TraceKind
@@ -102,8 +104,12 @@ class ContextShaping:
             )
             projected = collapse.project(self.working)
             if staged or len(projected) != len(self.working):
-                yield self._event(CompactionTier.COLLAPSE, staged=staged, messages_before=len(self.working),
-                                  messages_after=len(projected))
+                yield self._event(
+                    CompactionTier.COLLAPSE,
+                    staged=staged,
+                    messages_before=len(self.working),
+                    messages_after=len(projected),
+                )
             self._set(list(projected))
 
         tokens = self.token_count()
@@ -122,8 +128,9 @@ class ContextShaping:
                     self.failure = harness_failure(exc)
                     return
                 self.tracking = self.tracking.failed()
-                yield self._event(CompactionTier.AUTOCOMPACT, failed=str(exc),
-                                  consecutive_failures=self.tracking.consecutive_failures)
+                yield self._event(
+                    CompactionTier.AUTOCOMPACT, failed=str(exc), consecutive_failures=self.tracking.consecutive_failures
+                )
                 return
             for message in result.messages:
                 yield message
@@ -197,4 +204,3 @@ def _compaction_data(result: CompactionResult) -> dict[str, Any]:
         "summary_requests": result.summary_requests,
         "kept": len(result.kept),
     }
-

@@ -31,7 +31,13 @@ from replay.scenario import (
     ToolUseBlock,
     Turn,
 )
-from replay.sse import SseEvent, encode_sse, error_body, render_message_events, render_message_json
+from replay.sse import (
+    SseEvent,
+    encode_sse,
+    error_body,
+    render_message_events,
+    render_message_json,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -50,7 +56,9 @@ DEFAULT_MODEL: Final = "claude-sonnet-4-6"
 SSE_CONTENT_TYPE: Final = "text/event-stream; charset=utf-8"
 JSON_CONTENT_TYPE: Final = "application/json"
 # The exact words httpcore gives the SDK when a server closes a chunked body early.
-DROPPED_CONNECTION_MESSAGE: Final = "peer closed connection without sending complete message body (incomplete chunked read)"
+DROPPED_CONNECTION_MESSAGE: Final = (
+    "peer closed connection without sending complete message body (incomplete chunked read)"
+)
 _LAST_USER_TEXT_LIMIT: Final = 200
 
 
@@ -281,7 +289,9 @@ def _error_response(
 
 
 def _sse_response(chunks: list[bytes], *, request_id: str, drop_after: bool = False) -> FakeResponse:
-    return FakeResponse(status=200, headers=_headers(SSE_CONTENT_TYPE, request_id), chunks=chunks, drop_after=drop_after)
+    return FakeResponse(
+        status=200, headers=_headers(SSE_CONTENT_TYPE, request_id), chunks=chunks, drop_after=drop_after
+    )
 
 
 def _parse_json(body: bytes) -> Any:

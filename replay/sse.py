@@ -79,7 +79,9 @@ def render_message_events(turn: Turn, *, message_id: str, model: str, input_toke
         if index == 0:
             events.append(_ping())
         for delta in _block_deltas(block):
-            events.append((SseEvent.CONTENT_BLOCK_DELTA, {"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(
+                (SseEvent.CONTENT_BLOCK_DELTA, {"type": "content_block_delta", "index": index, "delta": delta})
+            )
         events.append((SseEvent.CONTENT_BLOCK_STOP, {"type": "content_block_stop", "index": index}))
     if not turn.content:
         # The API pings once per stream; with no blocks it comes right after message_start.

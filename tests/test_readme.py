@@ -29,7 +29,7 @@ def test_the_readme_opens_with_exactly_two_commands() -> None:
 
 def test_ci_runs_the_readmes_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
-    assert _commands()[1].replace('pip install -e', 'pip install -q -e') in ci
+    assert _commands()[1].replace("pip install -e", "pip install -q -e") in ci
 
 
 def test_the_readmes_scenario_example_is_a_valid_script() -> None:

@@ -29,8 +29,19 @@ from engine.compact.budget import (
     apply_tool_result_budget,
 )
 from engine.compact.collapse import CollapseSpan, ContextCollapse, collapsed_text
-from engine.compact.microcompact import CLEARED_TOOL_RESULT, COMPACTABLE_TOOLS, MicrocompactResult, microcompact
-from engine.compact.reactive import MediaKind, MediaStripResult, reactive_compact, removed_media_text, strip_media
+from engine.compact.microcompact import (
+    CLEARED_TOOL_RESULT,
+    COMPACTABLE_TOOLS,
+    MicrocompactResult,
+    microcompact,
+)
+from engine.compact.reactive import (
+    MediaKind,
+    MediaStripResult,
+    reactive_compact,
+    removed_media_text,
+    strip_media,
+)
 from engine.compact.rounds import RoundSplit, group_into_rounds, split_rounds
 from engine.compact.snip import SnipResult, snip_old_rounds
 

@@ -19,8 +19,20 @@ from engine.compact._content import replace_media
 from engine.compact.boundary import CompactTrigger, compact_boundary, summary_message
 from engine.compact.rounds import split_rounds
 from engine.deps import QueryDeps
-from engine.messages import AssistantMessage, Message, SystemMessage, UserMessage, tool_use_blocks
-from engine.model import BlockComplete, ModelError, ModelErrorKind, ModelRequest, QuerySource
+from engine.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    UserMessage,
+    tool_use_blocks,
+)
+from engine.model import (
+    BlockComplete,
+    ModelError,
+    ModelErrorKind,
+    ModelRequest,
+    QuerySource,
+)
 from engine.normalize import normalize_messages_for_api
 from engine.settings import EngineSettings
 from engine.tokens import estimate_message_tokens, token_count_with_estimation

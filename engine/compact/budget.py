@@ -174,7 +174,9 @@ def _apply_decisions(message: UserMessage, state: ContentReplacementState) -> Us
     changed = False
     new_content: list[JsonDict] = []
     for block in content:
-        replacement = state.replacements.get(block.get("tool_use_id", "")) if block.get("type") == "tool_result" else None
+        replacement = (
+            state.replacements.get(block.get("tool_use_id", "")) if block.get("type") == "tool_result" else None
+        )
         if replacement is not None and block.get("content") != replacement:
             block = {**block, "content": replacement}
             changed = True

@@ -58,8 +58,6 @@ def tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
     by_name: dict[str, Tool] = {}
     for tool in tools:
         if tool.name in by_name:
-            raise ValueError(
-                f"Two tools are named {tool.name!r}; tool names must be unique within a session."
-            )
+            raise ValueError(f"Two tools are named {tool.name!r}; tool names must be unique within a session.")
         by_name[tool.name] = tool
     return by_name

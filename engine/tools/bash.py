@@ -10,7 +10,14 @@ import shlex
 import signal
 from collections.abc import Mapping
 
-from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
+from engine.tools.base import (
+    JsonDict,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
 
 __all__ = ["MAX_TIMEOUT_MS", "BashTool", "is_read_only_command", "scrubbed_environment"]
 
@@ -132,9 +139,7 @@ async def _run(command: str, ctx: ToolUseContext, timeout_s: float, output: _Bou
     exited = asyncio.create_task(process.wait())
     aborted = asyncio.create_task(ctx.abort.wait())
     try:
-        done, _ = await asyncio.wait(
-            {exited, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
+        done, _ = await asyncio.wait({exited, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
         aborted.cancel()
         _kill_group(process)
@@ -224,8 +229,7 @@ class _BoundedOutput:
         text = b"".join(self._chunks).decode("utf-8", errors="replace").rstrip("\n")
         if self._dropped or len(text) > self._max_chars:
             text = (
-                text[: self._max_chars]
-                + f"\n\n[Output truncated: the command printed more than {self._max_chars:,} "
+                text[: self._max_chars] + f"\n\n[Output truncated: the command printed more than {self._max_chars:,} "
                 "characters; only the first ones are shown.]"
             )
         return text

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
-from engine.tools.workspace import WorkspaceEscapeError, backfill_path_field, resolve_in_workspace
+from engine.tools.base import (
+    JsonDict,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
+from engine.tools.workspace import (
+    WorkspaceEscapeError,
+    backfill_path_field,
+    resolve_in_workspace,
+)
 
 __all__ = ["EditTool"]
 
@@ -58,9 +69,7 @@ class EditTool(Tool):
 
         if not path.exists():
             if old:
-                raise ToolError(
-                    f"File does not exist: {file_path}. Use an empty old_string (or Write) to create it."
-                )
+                raise ToolError(f"File does not exist: {file_path}. Use an empty old_string (or Write) to create it.")
             _write(path, new, file_path)
             ctx.read_file_state[str(path)] = path.stat().st_mtime
             return ToolResult(f"File created successfully at: {file_path}")
@@ -78,9 +87,7 @@ class EditTool(Tool):
         else:
             count = original.count(old)
             if count == 0:
-                raise ToolError(
-                    f"String to replace not found in {file_path}. old_string must match the file exactly."
-                )
+                raise ToolError(f"String to replace not found in {file_path}. old_string must match the file exactly.")
             if count > 1 and not replace_all:
                 raise ToolError(
                     f"Found {count} matches of old_string in {file_path}, but replace_all is false. "

@@ -7,7 +7,14 @@ import os
 import re
 from pathlib import Path
 
-from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
+from engine.tools.base import (
+    JsonDict,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
 from engine.tools.workspace import (
     WorkspaceEscapeError,
     backfill_path_field,
@@ -157,9 +164,7 @@ class GlobTool(Tool):
             )
         base = resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
         if not base.is_dir():
-            raise ToolError(
-                f"Cannot search {tool_input.get('path')}: it is not a directory in the workspace."
-            )
+            raise ToolError(f"Cannot search {tool_input.get('path')}: it is not a directory in the workspace.")
         pattern = pattern.removeprefix("./")
         matches = await asyncio.to_thread(_matching_files, base, pattern, ctx.workspace_root)
         if not matches:

@@ -7,7 +7,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
+from engine.tools.base import (
+    JsonDict,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
 from engine.tools.glob import compile_glob
 from engine.tools.workspace import (
     WorkspaceEscapeError,
@@ -76,9 +83,7 @@ class GrepTool(Tool):
         try:
             regex = re.compile(pattern, re.IGNORECASE if tool_input.get("-i") else 0)
         except re.error as exc:
-            raise ToolError(
-                f"Invalid regular expression {pattern!r}: {exc}. Grep uses Python `re` syntax."
-            ) from exc
+            raise ToolError(f"Invalid regular expression {pattern!r}: {exc}. Grep uses Python `re` syntax.") from exc
         base = resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
         if not base.exists():
             raise ToolError(f"Path does not exist: {tool_input.get('path')}.")
@@ -147,10 +152,7 @@ def _render(found: list[_FileMatches], output_mode: str) -> str:
         total = sum(len(f.lines) for f in found)
         counts = "\n".join(f"{f.path}:{len(f.lines)}" for f in found)
         files = len(found)
-        return (
-            f"{counts}\n\nFound {total} matching {_plural(total, 'line')} "
-            f"across {files} {_plural(files, 'file')}."
-        )
+        return f"{counts}\n\nFound {total} matching {_plural(total, 'line')} across {files} {_plural(files, 'file')}."
     return f"Found {len(found)} {_plural(len(found), 'file')}\n" + "\n".join(f.path for f in found)
 
 

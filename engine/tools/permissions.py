@@ -34,9 +34,7 @@ def deny_all(reason: str) -> PermissionPolicy:
     """A policy that answers every ``ask`` with ``deny`` and ``reason``; tools that need no
     permission (``allow``) still run."""
 
-    async def policy(
-        tool: Tool, observed_input: JsonDict, decision: PermissionDecision
-    ) -> PermissionDecision:
+    async def policy(tool: Tool, observed_input: JsonDict, decision: PermissionDecision) -> PermissionDecision:
         if decision.behavior is PermissionBehavior.ASK:
             return PermissionDecision.deny(reason)
         return decision
@@ -60,14 +58,10 @@ class RulePolicy:
         object.__setattr__(self, "deny", frozenset(deny))
         object.__setattr__(self, "fallback", fallback)
 
-    async def __call__(
-        self, tool: Tool, observed_input: JsonDict, decision: PermissionDecision
-    ) -> PermissionDecision:
+    async def __call__(self, tool: Tool, observed_input: JsonDict, decision: PermissionDecision) -> PermissionDecision:
         """Apply the rules to one call."""
         if tool.name in self.deny:
-            return PermissionDecision.deny(
-                f"Permission to use {tool.name} has been denied by a rule of this session."
-            )
+            return PermissionDecision.deny(f"Permission to use {tool.name} has been denied by a rule of this session.")
         if decision.behavior is not PermissionBehavior.ASK:
             return decision
         if tool.name in self.allow:

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
-from engine.tools.workspace import WorkspaceEscapeError, backfill_path_field, resolve_in_workspace
+from engine.tools.base import (
+    JsonDict,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
+from engine.tools.workspace import (
+    WorkspaceEscapeError,
+    backfill_path_field,
+    resolve_in_workspace,
+)
 
 __all__ = ["DEFAULT_LINE_LIMIT", "MAX_LINE_CHARS", "ReadTool", "format_numbered_lines"]
 
@@ -69,8 +80,7 @@ class ReadTool(Tool):
 
         if not lines:
             return ToolResult(
-                f"<system-reminder>Warning: the file {file_path} exists but its contents are empty."
-                "</system-reminder>"
+                f"<system-reminder>Warning: the file {file_path} exists but its contents are empty.</system-reminder>"
             )
         start = max(tool_input.get("offset") or 1, 1)
         if start > len(lines):
@@ -83,10 +93,7 @@ class ReadTool(Tool):
         body = format_numbered_lines(window, start)
         last = start + len(window) - 1
         if last < len(lines):
-            body += (
-                f"\n\n(Showing lines {start}-{last} of {len(lines)}. "
-                "Use offset and limit to read the rest.)"
-            )
+            body += f"\n\n(Showing lines {start}-{last} of {len(lines)}. Use offset and limit to read the rest.)"
         return ToolResult(body)
 
     def backfill_observable_input(self, tool_input: JsonDict, ctx: ToolUseContext) -> None:
@@ -106,17 +113,14 @@ def _read_text(path: Path, file_path: str) -> str:
     if not path.exists():
         raise ToolError(f"File does not exist: {file_path}. Check the path, or use Glob to find the file.")
     if path.is_dir():
-        raise ToolError(
-            f"{file_path} is a directory, not a file. Use Glob (or Bash `ls`) to list its contents."
-        )
+        raise ToolError(f"{file_path} is a directory, not a file. Use Glob (or Bash `ls`) to list its contents.")
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ToolError(f"Cannot read {file_path}: {exc.strerror or exc}.") from exc
     if b"\0" in data[:_BINARY_SNIFF_BYTES]:
         raise ToolError(
-            f"Cannot read {file_path}: it is a binary file (it contains NUL bytes); "
-            "Read shows text files only."
+            f"Cannot read {file_path}: it is a binary file (it contains NUL bytes); Read shows text files only."
         )
     try:
         return data.decode("utf-8")

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from engine.tools.base import JsonDict, PermissionDecision, Tool, ToolError, ToolResult, ToolUseContext
-from engine.tools.workspace import WorkspaceEscapeError, backfill_path_field, resolve_in_workspace
+from engine.tools.base import (
+    JsonDict,
+    PermissionDecision,
+    Tool,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
+from engine.tools.workspace import (
+    WorkspaceEscapeError,
+    backfill_path_field,
+    resolve_in_workspace,
+)
 
 __all__ = ["WriteTool"]
 

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.attachments import AttachmentSources, collect_attachments, render_attachment_for_api
+from engine.attachments import (
+    AttachmentSources,
+    collect_attachments,
+    render_attachment_for_api,
+)
 from engine.deps import QueryDeps
 from engine.messages import AttachmentMessage
 from engine.tools import ReadTool, ToolUseContext, WriteTool

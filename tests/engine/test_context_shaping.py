@@ -19,8 +19,10 @@ SMALL = {"context_window": 20_000, "max_output_tokens": 1_000}
 
 
 def glob_turn(input_tokens: int, text: str = "looking") -> dict[str, Any]:
-    return {"content": [{"text": text}, {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
-            "usage": {"input_tokens": input_tokens, "output_tokens": 10}}
+    return {
+        "content": [{"text": text}, {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
+        "usage": {"input_tokens": input_tokens, "output_tokens": 10},
+    }
 
 
 def compactions(session: Session) -> list[dict[str, Any]]:
@@ -28,8 +30,9 @@ def compactions(session: Session) -> list[dict[str, Any]]:
 
 
 async def test_autocompact_summarizes_through_the_transport_when_the_threshold_is_reached(tmp_path: Path) -> None:
-    session = make_session(tmp_path, [glob_turn(7_000), SUMMARY, DONE],
-                           settings=EngineSettings(**SMALL), files={"a.txt": "a"})
+    session = make_session(
+        tmp_path, [glob_turn(7_000), SUMMARY, DONE], settings=EngineSettings(**SMALL), files={"a.txt": "a"}
+    )
     result = await session.submit("list the files")
 
     assert result.result == "Done."
@@ -44,8 +47,9 @@ async def test_autocompact_summarizes_through_the_transport_when_the_threshold_i
 
 
 async def test_the_compact_boundary_starts_the_history_and_carries_its_logical_parent(tmp_path: Path) -> None:
-    session = make_session(tmp_path, [glob_turn(7_000), SUMMARY, DONE],
-                           settings=EngineSettings(**SMALL), files={"a.txt": "a"})
+    session = make_session(
+        tmp_path, [glob_turn(7_000), SUMMARY, DONE], settings=EngineSettings(**SMALL), files={"a.txt": "a"}
+    )
     await session.submit("list the files")
 
     history = session.engine.mutable_messages
@@ -66,8 +70,9 @@ async def test_the_compact_boundary_starts_the_history_and_carries_its_logical_p
 
 
 async def test_the_old_messages_stay_in_the_transcript_after_compaction(tmp_path: Path) -> None:
-    session = make_session(tmp_path, [glob_turn(7_000), SUMMARY, DONE],
-                           settings=EngineSettings(**SMALL), files={"a.txt": "a"})
+    session = make_session(
+        tmp_path, [glob_turn(7_000), SUMMARY, DONE], settings=EngineSettings(**SMALL), files={"a.txt": "a"}
+    )
     await session.submit("list the files")
     session.transcript_bytes()
     records = read_transcript(session.session_dir / "transcript.jsonl")
@@ -101,8 +106,11 @@ async def test_microcompact_clears_old_tool_results_after_an_hour_of_silence(tmp
 
 
 async def test_microcompact_leaves_a_recent_conversation_alone(tmp_path: Path) -> None:
-    session = make_session(tmp_path, [{"content": [{"tool_use": {"name": "Read", "input": {"file_path": "f.txt"}}}]},
-                                      DONE, DONE], files={"f.txt": "content"})
+    session = make_session(
+        tmp_path,
+        [{"content": [{"tool_use": {"name": "Read", "input": {"file_path": "f.txt"}}}]}, DONE, DONE],
+        files={"f.txt": "content"},
+    )
     await session.submit("read")
     await session.submit("again")
     assert CLEARED_TOOL_RESULT not in str(session.requests[-1]["messages"])
@@ -110,8 +118,12 @@ async def test_microcompact_leaves_a_recent_conversation_alone(tmp_path: Path) -
 
 async def test_the_tool_result_budget_replaces_the_largest_results_and_keeps_the_decision(tmp_path: Path) -> None:
     files = {"big.txt": ("x" * 79 + "\n") * 80, "small.txt": ("y" * 79 + "\n") * 40}
-    turn = {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "big.txt"}, "id": "toolu_big"}},
-                        {"tool_use": {"name": "Read", "input": {"file_path": "small.txt"}, "id": "toolu_small"}}]}
+    turn = {
+        "content": [
+            {"tool_use": {"name": "Read", "input": {"file_path": "big.txt"}, "id": "toolu_big"}},
+            {"tool_use": {"name": "Read", "input": {"file_path": "small.txt"}, "id": "toolu_small"}},
+        ]
+    }
     settings = EngineSettings(tool_result_budget_chars=8_000)
     session = make_session(tmp_path, [turn, DONE, DONE], settings=settings, files=files)
     await session.submit("read both")
@@ -150,9 +162,12 @@ async def test_a_queued_command_is_attached_after_the_tool_results(tmp_path: Pat
 
 
 async def test_a_file_changed_after_it_was_read_is_noticed_once(tmp_path: Path) -> None:
-    turns = [{"content": [{"tool_use": {"name": "Read", "input": {"file_path": "notes.txt"}}}]},
-             {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 0.01; echo changed >> notes.txt"}}}]},
-             glob_turn(100), DONE]
+    turns = [
+        {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "notes.txt"}}}]},
+        {"content": [{"tool_use": {"name": "Bash", "input": {"command": "sleep 0.01; echo changed >> notes.txt"}}}]},
+        glob_turn(100),
+        DONE,
+    ]
     session = make_session(tmp_path, turns, files={"notes.txt": "original\n"})
     await session.submit("go")
 
@@ -170,3 +185,16 @@ async def test_project_memory_is_attached_once(tmp_path: Path) -> None:
     assert len(memory) == 1
     assert str(session.requests[2]["messages"]).count("Always run the linter.") == 1
     assert result.terminal_reason is Terminal.COMPLETED
+
+
+async def test_a_manual_compaction_puts_a_manual_boundary_before_the_next_prompt(tmp_path: Path) -> None:
+    session = make_session(tmp_path, [DONE, SUMMARY, {"content": [{"text": "Continuing."}]}])
+    await session.submit("first")
+    result = await session.engine.compact()
+    await session.submit("second")
+
+    assert result.boundary.compact_metadata["trigger"] == "manual"
+    assert session.engine.mutable_messages[0] is result.boundary
+    last = session.requests[-1]["messages"]
+    assert "Summary: we listed the files." in last[0]["content"][0]["text"]
+    assert last[-1]["content"][-1]["text"] == "second"

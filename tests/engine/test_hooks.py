@@ -136,7 +136,10 @@ async def test_a_command_does_not_see_credentials_in_its_environment(
 async def test_exit_zero_with_plain_text_is_a_success_with_no_effect(workspace: Path) -> None:
     result = await run_tool_hooks([CommandHook("echo checked")], pre_tool(), ctx=context(workspace))
     assert (result.denied, result.allowed, result.updated_input, result.prevent_continuation) == (
-        False, False, None, False,
+        False,
+        False,
+        None,
+        False,
     )
     assert [run.outcome for run in result.runs] == [HookOutcome.SUCCESS]
 
@@ -208,9 +211,7 @@ async def test_exit_two_denies_a_tool_call_with_stderr_as_the_reason(workspace: 
 
 
 async def test_exit_two_after_a_tool_call_is_feedback_only(workspace: Path) -> None:
-    result = await run_tool_hooks(
-        [CommandHook("echo 'lint failed' >&2; exit 2")], post_tool(), ctx=context(workspace)
-    )
+    result = await run_tool_hooks([CommandHook("echo 'lint failed' >&2; exit 2")], post_tool(), ctx=context(workspace))
     assert (result.denied, result.feedback) == (False, ("lint failed",))
 
 
@@ -267,7 +268,8 @@ async def test_a_command_past_its_timeout_is_killed_and_reported(workspace: Path
     result = await run_tool_hooks([CommandHook("sleep 5", timeout_s=0.3)], pre_tool(), ctx=context(workspace))
     assert time.monotonic() - started < 2.0
     assert (result.runs[0].outcome, result.runs[0].message) == (
-        HookOutcome.TIMEOUT, "Hook `sleep 5` timed out after 0.3 s",
+        HookOutcome.TIMEOUT,
+        "Hook `sleep 5` timed out after 0.3 s",
     )
     assert result.denied is False
 
@@ -431,7 +433,9 @@ async def test_python_stop_hooks_block_or_prevent_continuation(workspace: Path) 
 
     outcome = await run_stop_hooks([block, prevent], STOP, ctx=context(workspace))
     assert (outcome.blocking_reasons, outcome.prevent_continuation, outcome.stop_reason) == (
-        ("write the tests too",), True, "session over",
+        ("write the tests too",),
+        True,
+        "session over",
     )
 
 

@@ -11,7 +11,9 @@ from engine.hooks import CommandHook, Hooks
 from tests.engine.conftest import make_session
 
 DONE = {"content": [{"text": "Done."}]}
-WRITE = {"content": [{"tool_use": {"name": "Write", "input": {"file_path": "out.txt", "content": "x"}, "id": "toolu_w"}}]}
+WRITE = {
+    "content": [{"tool_use": {"name": "Write", "input": {"file_path": "out.txt", "content": "x"}, "id": "toolu_w"}}]
+}
 
 
 def hook_events(session: object) -> list[dict]:
@@ -41,7 +43,7 @@ async def test_a_stop_hook_that_crashes_is_reported_and_does_not_block(tmp_path:
 
 
 async def test_a_stop_hook_that_prints_invalid_json_is_reported_and_does_not_block(tmp_path: Path) -> None:
-    hook = CommandHook("echo '{\"decision\": \"block\", '")
+    hook = CommandHook('echo \'{"decision": "block", \'')
     session = make_session(tmp_path, [DONE], hooks=Hooks(stop=[hook]))
     result = await session.submit("go")
 
@@ -62,7 +64,7 @@ async def test_a_stop_hook_exiting_2_blocks_with_its_stderr_as_feedback(tmp_path
 
 
 async def test_a_stop_hook_answering_continue_false_prevents_continuation(tmp_path: Path) -> None:
-    hook = CommandHook("echo '{\"continue\": false, \"stopReason\": \"Quota reached\"}'")
+    hook = CommandHook('echo \'{"continue": false, "stopReason": "Quota reached"}\'')
     session = make_session(tmp_path, [DONE], hooks=Hooks(stop=[hook]))
     result = await session.submit("go")
     assert result.terminal_reason is Terminal.STOP_HOOK_PREVENTED
@@ -79,7 +81,7 @@ async def test_a_pre_tool_command_hook_exiting_2_denies_the_call(tmp_path: Path)
 
 
 async def test_a_pre_tool_command_hook_can_stop_the_loop(tmp_path: Path) -> None:
-    hook = CommandHook("echo '{\"continue\": false, \"stopReason\": \"Review needed\"}'")
+    hook = CommandHook('echo \'{"continue": false, "stopReason": "Review needed"}\'')
     session = make_session(tmp_path, [WRITE, DONE], hooks=Hooks(pre_tool_use=[hook]))
     result = await session.submit("go")
     assert result.terminal_reason is Terminal.HOOK_STOPPED

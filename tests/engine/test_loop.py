@@ -24,7 +24,11 @@ from engine import (
 )
 from engine.hooks import HookInput
 from replay.fake import FakeModel
-from tests.engine.conftest import assert_next_request_valid, assert_pairing, make_session
+from tests.engine.conftest import (
+    assert_next_request_valid,
+    assert_pairing,
+    make_session,
+)
 from tests.engine.probe_tools import Journal, ProbeTool, probe
 
 DONE = {"content": [{"text": "Done."}]}
@@ -32,12 +36,25 @@ DONE = {"content": [{"text": "Done."}]}
 
 def test_there_are_exactly_the_seven_transitions_and_ten_terminals_of_the_design() -> None:
     assert [t.value for t in Transition] == [
-        "next_turn", "collapse_drain_retry", "reactive_compact_retry", "max_output_tokens_escalate",
-        "max_output_tokens_recovery", "stop_hook_blocking", "token_budget_continuation",
+        "next_turn",
+        "collapse_drain_retry",
+        "reactive_compact_retry",
+        "max_output_tokens_escalate",
+        "max_output_tokens_recovery",
+        "stop_hook_blocking",
+        "token_budget_continuation",
     ]
     assert [t.value for t in Terminal] == [
-        "completed", "aborted_streaming", "aborted_tools", "prompt_too_long", "model_error",
-        "image_error", "blocking_limit", "stop_hook_prevented", "hook_stopped", "max_turns",
+        "completed",
+        "aborted_streaming",
+        "aborted_tools",
+        "prompt_too_long",
+        "model_error",
+        "image_error",
+        "blocking_limit",
+        "stop_hook_prevented",
+        "hook_stopped",
+        "max_turns",
     ]
 
 
@@ -74,8 +91,10 @@ async def test_a_pre_tool_hook_that_stops_continuation_ends_in_hook_stopped(sess
         return HookResult(prevent_continuation=True, stop_reason="Policy: one probe per session.")
 
     session = make_session(
-        session_root, [{"content": [probe("one")]}, DONE],
-        tools=[ProbeTool(journal)], hooks=Hooks(pre_tool_use=[stop_after_this]),
+        session_root,
+        [{"content": [probe("one")]}, DONE],
+        tools=[ProbeTool(journal)],
+        hooks=Hooks(pre_tool_use=[stop_after_this]),
     )
     result = await session.submit("go")
 
@@ -95,7 +114,9 @@ async def test_a_pre_tool_hook_can_deny_a_call_and_the_loop_goes_on(session_root
         return HookResult(decision=HookDecision.DENY, reason="not today")
 
     session = make_session(
-        session_root, [{"content": [probe("one")]}, DONE], tools=[ProbeTool(journal)],
+        session_root,
+        [{"content": [probe("one")]}, DONE],
+        tools=[ProbeTool(journal)],
         hooks=Hooks(pre_tool_use=[deny]),
     )
     result = await session.submit("go")
@@ -113,7 +134,9 @@ async def test_a_pre_tool_hook_can_rewrite_the_input_without_changing_what_is_re
         return HookResult(updated_input={**hook_input.tool_input, "label": "renamed"})
 
     session = make_session(
-        session_root, [{"content": [probe("original")]}, DONE], tools=[ProbeTool(journal)],
+        session_root,
+        [{"content": [probe("original")]}, DONE],
+        tools=[ProbeTool(journal)],
         hooks=Hooks(pre_tool_use=[rename]),
     )
     await session.submit("go")
@@ -140,8 +163,13 @@ async def test_abort_while_streaming_answers_every_tool_use_and_ends_aborted_str
     last = session.engine.mutable_messages[-1]
     assert isinstance(last, UserMessage) and last.content[0]["text"] == "[Request interrupted by user]"
     # No text block after the tool_use was taken: the stream stopped where the abort came.
-    texts = [b for m in session.engine.mutable_messages if isinstance(m, AssistantMessage) for b in m.content
-             if b["type"] == "text"]
+    texts = [
+        b
+        for m in session.engine.mutable_messages
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if b["type"] == "text"
+    ]
     assert texts == []
     assert_next_request_valid(session)
 
@@ -166,7 +194,7 @@ async def test_abort_interrupts_a_stream_that_is_blocked_waiting_for_bytes(sessi
             return httpx2.Response(answer.status, headers=answer.headers, content=stream())
 
     session = make_session(session_root, [{"content": [{"text": "hello " * 30}]}])
-    session.engine.deps.call_model.client._client._transport = StallingTransport(session.fake)  # noqa: SLF001
+    session.engine.deps.call_model.client._client._transport = StallingTransport(session.fake)
 
     async def interrupt_soon() -> None:
         for _ in range(20):
@@ -221,8 +249,13 @@ async def test_after_an_abort_the_next_prompt_sends_a_valid_request(session_root
 
 async def test_a_mid_stream_error_after_a_tool_use_leaves_no_tool_use_unanswered(session_root: Path) -> None:
     journal = Journal()
-    turn = {"fault": "stream_error", "after_events": 6, "error_type": "overloaded_error", "message": "Overloaded",
-            "content": [{"tool_use": {"name": "Probe", "input": {"label": "x"}}}, {"text": "never"}]}
+    turn = {
+        "fault": "stream_error",
+        "after_events": 6,
+        "error_type": "overloaded_error",
+        "message": "Overloaded",
+        "content": [{"tool_use": {"name": "Probe", "input": {"label": "x"}}}, {"text": "never"}],
+    }
     session = make_session(session_root, [turn], tools=[ProbeTool(journal)], settings=EngineSettings(max_retries=0))
     result = await session.submit("go")
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-
-import dataclasses
 
 import httpx2
 import pytest
@@ -28,6 +27,7 @@ MODEL = "claude-sonnet-4-6"
 API_KEY = "sk-ant-test-0123456789-secret"
 REQUEST = ModelRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=100)
 NON_STREAMING = dataclasses.replace(REQUEST, stream=False)
+
 
 @pytest.fixture
 async def model_for() -> AsyncIterator[Callable[[httpx2.AsyncBaseTransport], AnthropicModel]]:
@@ -201,9 +201,7 @@ async def test_the_api_key_appears_only_in_the_authorization_header(fake_for: Fa
 
 
 async def test_a_prompt_too_long_400_is_prompt_too_long(fake_for: FakeFor) -> None:
-    model, _ = fake_for(
-        http_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")
-    )
+    model, _ = fake_for(http_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"))
     error = await failure(model)
     assert (error.kind, error.status, error.message) == (
         ModelErrorKind.PROMPT_TOO_LONG,
@@ -281,7 +279,7 @@ async def test_blocks_finished_before_a_dropped_connection_were_already_yielded(
 
 
 async def test_an_exhausted_script_is_a_harness_error_with_the_scripts_own_words(fake_for: FakeFor) -> None:
-    model, fake = fake_for({"content": [{"text": "only turn"}]})
+    model, _fake = fake_for({"content": [{"text": "only turn"}]})
     await collect(model)
     error = await failure(model)
     assert error.kind is ModelErrorKind.HARNESS

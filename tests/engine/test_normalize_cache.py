@@ -7,7 +7,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.messages import AssistantMessage, AttachmentMessage, Message, SystemMessage, SystemSubtype, UserMessage
+from engine.messages import (
+    AssistantMessage,
+    AttachmentMessage,
+    Message,
+    SystemMessage,
+    SystemSubtype,
+    UserMessage,
+)
 from engine.normalize import normalize_messages_for_api
 from engine.normalize_cache import IncrementalNormalizer
 
@@ -24,7 +31,9 @@ def user(content: Any) -> UserMessage:
 
 def assistant(blocks: list[dict[str, Any]], response: str, *, error: bool = False) -> AssistantMessage:
     return AssistantMessage(
-        uuid=_uuid(), timestamp="t", is_api_error_message=error,
+        uuid=_uuid(),
+        timestamp="t",
+        is_api_error_message=error,
         message={"id": response, "role": "assistant", "content": blocks},
     )
 
@@ -34,10 +43,23 @@ def histories(draw: Any) -> list[Message]:
     messages: list[Message] = [user("start")]
     open_ids: list[str] = []
     for step in range(draw(st.integers(0, 25))):
-        kind = draw(st.sampled_from(
-            ["text", "tool", "result", "orphan", "prompt", "thinking", "blank", "system", "error", "attachment",
-             "same_response"]
-        ))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "text",
+                    "tool",
+                    "result",
+                    "orphan",
+                    "prompt",
+                    "thinking",
+                    "blank",
+                    "system",
+                    "error",
+                    "attachment",
+                    "same_response",
+                ]
+            )
+        )
         response = f"msg_{step}"
         if kind == "text":
             messages.append(assistant([{"type": "text", "text": f"t{step}"}], response))
@@ -61,8 +83,11 @@ def histories(draw: Any) -> list[Message]:
         elif kind == "error":
             messages.append(assistant([{"type": "text", "text": "API Error"}], response, error=True))
         elif kind == "attachment":
-            messages.append(AttachmentMessage(uuid=_uuid(), timestamp="t", attachment={"type": "queued_command",
-                                                                                      "prompt": f"q{step}"}))
+            messages.append(
+                AttachmentMessage(
+                    uuid=_uuid(), timestamp="t", attachment={"type": "queued_command", "prompt": f"q{step}"}
+                )
+            )
         elif kind == "same_response" and isinstance(messages[-1], AssistantMessage):
             messages.append(assistant([{"type": "text", "text": "more"}], messages[-1].message["id"]))
     return messages
@@ -93,7 +118,9 @@ async def test_the_user_context_never_leaks_into_the_shared_view(tmp_path: Any) 
     from engine import EngineSettings
     from tests.engine.conftest import make_session
 
-    turns = [{"content": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}]}] * 3 + [{"content": [{"text": "ok"}]}]
+    turns = [{"content": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}]}] * 3 + [
+        {"content": [{"text": "ok"}]}
+    ]
     session = make_session(tmp_path, turns, settings=EngineSettings(user_context="Today is Monday."), files={"a": "a"})
     await session.submit("go")
     for body in session.requests:

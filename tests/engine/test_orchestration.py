@@ -23,11 +23,13 @@ def probe_tools(journal: Journal) -> list[Any]:
 async def test_three_read_only_calls_run_in_one_concurrent_batch(session_root: Path) -> None:
     journal = Journal()
     # Each call waits until the one after it has started: only a concurrent batch finishes.
-    turn = {"content": [
-        probe("a", wait_for="b-started"),
-        probe("b", wait_for="c-started", opens=["b-started"]),
-        probe("c", opens=["c-started"]),
-    ]}
+    turn = {
+        "content": [
+            probe("a", wait_for="b-started"),
+            probe("b", wait_for="c-started", opens=["b-started"]),
+            probe("c", opens=["c-started"]),
+        ]
+    }
     session = make_session(session_root, [turn, DONE], tools=probe_tools(journal))
     await session.submit("go")
 
@@ -104,11 +106,12 @@ async def test_the_streaming_executor_starts_a_tool_while_the_model_is_still_str
     turn = {"content": [probe("early"), long_text]}
     session = make_session(session_root, [turn, DONE], tools=[Marking(journal)])
     session.fake = FakeModel(session.fake.scenario)
-    session.engine.deps.call_model.client._client._transport = PacedTransport(session.fake)  # noqa: SLF001
+    session.engine.deps.call_model.client._client._transport = PacedTransport(session.fake)
     await session.submit("go")
 
-    events_in_first_response = len(FakeModel(session.fake.scenario).respond(
-        "POST", "/v1/messages", {}, b'{"stream": true, "messages": []}').chunks)
+    events_in_first_response = len(
+        FakeModel(session.fake.scenario).respond("POST", "/v1/messages", {}, b'{"stream": true, "messages": []}').chunks
+    )
     assert started_after_events and started_after_events[0] < events_in_first_response
 
 
@@ -123,7 +126,11 @@ def test_partition_puts_unknown_and_invalid_calls_in_batches_of_their_own() -> N
     ]
     batches = partition_tool_calls(blocks, tools)
     assert [([b["id"] for b in batch.blocks], batch.concurrent) for batch in batches] == [
-        (["1"], True), (["2"], False), (["3"], True), (["4"], False), (["5"], True),
+        (["1"], True),
+        (["2"], False),
+        (["3"], True),
+        (["4"], False),
+        (["5"], True),
     ]
 
 
@@ -133,8 +140,10 @@ async def test_an_unknown_tool_gets_an_error_result_and_the_loop_goes_on(session
     result = await session.submit("go")
 
     assert session.tool_results()["toolu_x"] == {
-        "type": "tool_result", "tool_use_id": "toolu_x",
-        "content": "No such tool available: Teleport", "is_error": True,
+        "type": "tool_result",
+        "tool_use_id": "toolu_x",
+        "content": "No such tool available: Teleport",
+        "is_error": True,
     }
     assert result.terminal_reason.value == "completed" and result.result == "Done."
 
@@ -153,8 +162,9 @@ async def test_input_that_fails_the_schema_gets_an_input_validation_error(sessio
 async def test_a_denied_permission_gives_the_reason_and_is_recorded_on_the_session(session_root: Path) -> None:
     from engine.tools import RulePolicy
 
-    turn = {"content": [{"tool_use": {"name": "Write", "input": {"file_path": "x.txt", "content": "x"},
-                                      "id": "toolu_w"}}]}
+    turn = {
+        "content": [{"tool_use": {"name": "Write", "input": {"file_path": "x.txt", "content": "x"}, "id": "toolu_w"}}]
+    }
     session = make_session(session_root, [turn, DONE], can_use_tool=RulePolicy(deny=["Write"]))
     result = await session.submit("go")
 
@@ -180,8 +190,11 @@ async def test_a_path_outside_the_workspace_is_refused_with_an_error_result(sess
 
 async def test_an_oversized_result_is_saved_to_the_session_folder_and_previewed(session_root: Path) -> None:
     big = "".join(f"match line {i:05d} with some padding text\n" for i in range(2_000))
-    turn = {"content": [{"tool_use": {"name": "Grep", "id": "toolu_g",
-                                      "input": {"pattern": "match", "output_mode": "content"}}}]}
+    turn = {
+        "content": [
+            {"tool_use": {"name": "Grep", "id": "toolu_g", "input": {"pattern": "match", "output_mode": "content"}}}
+        ]
+    }
     session = make_session(session_root, [turn, DONE], files={"big.txt": big})
     result = await session.submit("go")
 
@@ -216,10 +229,12 @@ async def test_an_unreadable_file_gives_an_error_result_naming_it_and_loses_no_t
 
 async def test_a_failing_bash_call_cancels_its_concurrent_siblings(session_root: Path) -> None:
     journal = Journal()
-    turn = {"content": [
-        {"tool_use": {"name": "Bash", "input": {"command": "ls does-not-exist"}, "id": "toolu_b"}},
-        probe("sibling", wait_for="never"),
-    ]}
+    turn = {
+        "content": [
+            {"tool_use": {"name": "Bash", "input": {"command": "ls does-not-exist"}, "id": "toolu_b"}},
+            probe("sibling", wait_for="never"),
+        ]
+    }
     tools = [*default_tools(), ProbeTool(journal)]
     session = make_session(session_root, [turn, DONE], tools=tools)
     await session.submit("go")

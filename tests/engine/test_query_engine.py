@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine import AssistantMessage, EngineSettings, ResultSubtype, Terminal, TraceKind, Transition, UserMessage
+from engine import (
+    AssistantMessage,
+    EngineSettings,
+    ResultSubtype,
+    Terminal,
+    TraceKind,
+    Transition,
+    UserMessage,
+)
 from engine.hooks import HookInput, Hooks
 from engine.transcript import read_transcript
 from tests.engine.conftest import assert_pairing, make_session
@@ -35,9 +43,7 @@ async def test_the_second_request_carries_the_tool_result_right_after_its_tool_u
     assert [m["role"] for m in second] == ["user", "assistant", "user"]
     tool_use = second[1]["content"][1]
     assert tool_use == {"type": "tool_use", "id": tool_use["id"], "name": "Read", "input": {"file_path": "notes.txt"}}
-    assert second[2]["content"] == [
-        {"type": "tool_result", "tool_use_id": tool_use["id"], "content": "     1\thello"}
-    ]
+    assert second[2]["content"] == [{"type": "tool_result", "tool_use_id": tool_use["id"], "content": "     1\thello"}]
     assert_pairing(second)
 
 
@@ -65,8 +71,17 @@ async def test_the_result_object_has_the_documented_shape(session_root: Path) ->
     result = await session.submit("Analyse notes.txt")
 
     assert set(result.to_dict()) == {
-        "type", "subtype", "result", "usage", "num_turns", "duration_ms", "total_cost_usd",
-        "terminal_reason", "is_error", "session_id", "permission_denials",
+        "type",
+        "subtype",
+        "result",
+        "usage",
+        "num_turns",
+        "duration_ms",
+        "total_cost_usd",
+        "terminal_reason",
+        "is_error",
+        "session_id",
+        "permission_denials",
     }
     assert result.to_dict()["type"] == "result"
     assert result.duration_ms >= 0

@@ -20,8 +20,12 @@ from engine.hooks import Hooks, StopHookInput, StopHookResult
 from engine.loop import MAX_OUTPUT_TOKENS_RECOVERY_TEXT
 from tests.engine.conftest import Session, assert_pairing, make_session
 
-PTL = {"fault": "http_error", "status": 400, "error_type": "invalid_request_error",
-       "message": "prompt is too long: 210000 tokens > 200000 maximum"}
+PTL = {
+    "fault": "http_error",
+    "status": 400,
+    "error_type": "invalid_request_error",
+    "message": "prompt is too long: 210000 tokens > 200000 maximum",
+}
 OVERLOADED = {"fault": "http_error", "status": 529, "error_type": "overloaded_error", "message": "Overloaded"}
 SUMMARY = {"content": [{"text": "Summary: the user asked for help and we discussed it."}]}
 DONE = {"content": [{"text": "Done."}]}
@@ -45,8 +49,11 @@ async def test_max_tokens_five_times_escalates_then_recovers_three_times_then_su
     result = await session.submit("write a lot")
 
     assert transitions(session) == [
-        None, "max_output_tokens_escalate", "max_output_tokens_recovery",
-        "max_output_tokens_recovery", "max_output_tokens_recovery",
+        None,
+        "max_output_tokens_escalate",
+        "max_output_tokens_recovery",
+        "max_output_tokens_recovery",
+        "max_output_tokens_recovery",
     ]
     attempts = [e.data.get("attempt") for e in session.trace(TraceKind.PASS)]
     assert attempts == [None, None, 1, 2, 3]
@@ -113,8 +120,9 @@ async def test_prompt_too_long_without_reactive_compact_ends_at_once_without_sto
     def stop_hook(hook_input: StopHookInput) -> None:
         calls.append(hook_input)
 
-    session = make_session(session_root, [PTL], settings=EngineSettings(reactive_compact=False),
-                           hooks=Hooks(stop=[stop_hook]))
+    session = make_session(
+        session_root, [PTL], settings=EngineSettings(reactive_compact=False), hooks=Hooks(stop=[stop_hook])
+    )
     result = await session.submit("hello")
 
     assert result.terminal_reason is Terminal.PROMPT_TOO_LONG
@@ -133,10 +141,18 @@ async def test_a_withheld_error_is_not_yielded_while_recovery_can_still_act(sess
 
 
 async def test_collapse_drains_once_before_reactive_compact(session_root: Path) -> None:
-    rounds = [{"content": [{"text": f"step {i}"}, {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
-               "usage": {"input_tokens": 100 + 3_000 * i, "output_tokens": 10}} for i in range(1, 5)]
+    rounds = [
+        {
+            "content": [{"text": f"step {i}"}, {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
+            "usage": {"input_tokens": 100 + 3_000 * i, "output_tokens": 10},
+        }
+        for i in range(1, 5)
+    ]
     settings = EngineSettings(
-        context_collapse=True, collapse_keep_rounds=1, context_window=20_000, max_output_tokens=1_000,
+        context_collapse=True,
+        collapse_keep_rounds=1,
+        context_window=20_000,
+        max_output_tokens=1_000,
         autocompact_buffer_tokens=9_000,
     )
     session = make_session(session_root, [*rounds, PTL, DONE], settings=settings, files={"a.txt": "a"})
@@ -160,8 +176,12 @@ async def test_collapse_with_nothing_to_drain_falls_through_to_reactive_compact(
 
 async def test_media_too_large_strips_the_media_and_retries_through_reactive_compact(session_root: Path) -> None:
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
-    media_error = {"fault": "http_error", "status": 400, "error_type": "invalid_request_error",
-                   "message": "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum"}
+    media_error = {
+        "fault": "http_error",
+        "status": 400,
+        "error_type": "invalid_request_error",
+        "message": "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum",
+    }
     session = make_session(session_root, [media_error, SUMMARY, DONE])
     result = await _submit_blocks(session, [{"type": "text", "text": "look"}, image])
 
@@ -174,8 +194,12 @@ async def test_media_too_large_strips_the_media_and_retries_through_reactive_com
 
 
 async def test_media_too_large_with_no_media_to_strip_ends_image_error(session_root: Path) -> None:
-    media_error = {"fault": "http_error", "status": 400, "error_type": "invalid_request_error",
-                   "message": "image exceeds 5 MB maximum"}
+    media_error = {
+        "fault": "http_error",
+        "status": 400,
+        "error_type": "invalid_request_error",
+        "message": "image exceeds 5 MB maximum",
+    }
     session = make_session(session_root, [media_error])
     result = await session.submit("hello")
 
@@ -237,8 +261,10 @@ async def test_the_reactive_compact_flag_survives_a_stop_hook_block(session_root
 
 async def test_a_token_budget_continues_below_target_and_stops_on_diminishing_returns(session_root: Path) -> None:
     outputs = [100_000, 100_200, 100_300, 100_400, 100_450]
-    turns = [{"content": [{"text": f"part {i}"}], "usage": {"input_tokens": 10, "output_tokens": o - p}}
-             for i, (o, p) in enumerate(zip(outputs, [0, *outputs[:-1]]))]
+    turns = [
+        {"content": [{"text": f"part {i}"}], "usage": {"input_tokens": 10, "output_tokens": o - p}}
+        for i, (o, p) in enumerate(zip(outputs, [0, *outputs[:-1]], strict=True))
+    ]
     session = make_session(session_root, turns)
     result = await session.submit("Refactor the module. +500k")
 
@@ -251,10 +277,11 @@ async def test_a_token_budget_continues_below_target_and_stops_on_diminishing_re
 
 
 async def test_the_blocking_limit_stops_before_the_call_when_nothing_owns_overflow(session_root: Path) -> None:
-    settings = EngineSettings(reactive_compact=False, autocompact=False, context_window=10_000,
-                              max_output_tokens=1_000)
-    big = {"content": [{"text": "reading"}, {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
-           "usage": {"input_tokens": 9_500, "output_tokens": 10}}
+    settings = EngineSettings(reactive_compact=False, autocompact=False, context_window=10_000, max_output_tokens=1_000)
+    big = {
+        "content": [{"text": "reading"}, {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
+        "usage": {"input_tokens": 9_500, "output_tokens": 10},
+    }
     session = make_session(session_root, [big, DONE], settings=settings, files={"a.txt": "a"})
     result = await session.submit("go")
 
@@ -265,8 +292,13 @@ async def test_the_blocking_limit_stops_before_the_call_when_nothing_owns_overfl
 
 
 async def test_a_429_is_retried_after_its_retry_after_with_an_api_error_message(session_root: Path) -> None:
-    limited = {"fault": "http_error", "status": 429, "error_type": "rate_limit_error", "message": "Slow down",
-               "headers": {"retry-after": "7"}}
+    limited = {
+        "fault": "http_error",
+        "status": 429,
+        "error_type": "rate_limit_error",
+        "message": "Slow down",
+        "headers": {"retry-after": "7"},
+    }
     session = make_session(session_root, [limited, DONE])
     result = await session.submit("go")
 
@@ -315,12 +347,16 @@ async def test_three_overloads_switch_to_the_fallback_model(session_root: Path) 
 
 
 async def test_model_fallback_strips_thinking_signatures_from_the_history(session_root: Path) -> None:
-    thinking = {"content": [{"thinking": "Let me look.", "signature": "sig-for-sonnet"},
-                            {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}]}
-    settings = EngineSettings(fallback_model="claude-haiku-4-5",
-                              thinking={"type": "enabled", "budget_tokens": 2_000})
-    session = make_session(session_root, [thinking, OVERLOADED, OVERLOADED, OVERLOADED, DONE],
-                           settings=settings, files={"a.txt": "a"})
+    thinking = {
+        "content": [
+            {"thinking": "Let me look.", "signature": "sig-for-sonnet"},
+            {"tool_use": {"name": "Glob", "input": {"pattern": "*"}}},
+        ]
+    }
+    settings = EngineSettings(fallback_model="claude-haiku-4-5", thinking={"type": "enabled", "budget_tokens": 2_000})
+    session = make_session(
+        session_root, [thinking, OVERLOADED, OVERLOADED, OVERLOADED, DONE], settings=settings, files={"a.txt": "a"}
+    )
     await session.submit("go")
 
     assert "sig-for-sonnet" in str(session.requests[1]["messages"])
@@ -332,8 +368,11 @@ async def test_a_dropped_stream_tombstones_the_partial_answer_and_retries_withou
     session_root: Path,
 ) -> None:
     # message_start, block start, ping, two deltas, block stop: the first block is complete.
-    dropped = {"fault": "drop_connection", "after_events": 7,
-               "content": [{"text": "a partial answer that is cut"}, {"text": "never"}]}
+    dropped = {
+        "fault": "drop_connection",
+        "after_events": 7,
+        "content": [{"text": "a partial answer that is cut"}, {"text": "never"}],
+    }
     session = make_session(session_root, [dropped, DONE])
     result = await session.submit("go")
 
@@ -347,9 +386,14 @@ async def test_a_dropped_stream_tombstones_the_partial_answer_and_retries_withou
 
 
 async def test_a_streaming_fallback_discards_tools_started_by_the_broken_stream(session_root: Path) -> None:
-    dropped = {"fault": "drop_connection", "after_events": 8,
-               "content": [{"tool_use": {"name": "Write", "input": {"file_path": "x.txt", "content": "x"}}},
-                           {"text": "and then the stream breaks"}]}
+    dropped = {
+        "fault": "drop_connection",
+        "after_events": 8,
+        "content": [
+            {"tool_use": {"name": "Write", "input": {"file_path": "x.txt", "content": "x"}}},
+            {"text": "and then the stream breaks"},
+        ],
+    }
     session = make_session(session_root, [dropped, DONE])
     result = await session.submit("go")
 
@@ -359,8 +403,13 @@ async def test_a_streaming_fallback_discards_tools_started_by_the_broken_stream(
 
 
 async def test_a_mid_stream_overloaded_event_is_retried(session_root: Path) -> None:
-    event = {"fault": "stream_error", "after_events": 4, "error_type": "overloaded_error", "message": "Overloaded",
-             "content": [{"text": "partial"}]}
+    event = {
+        "fault": "stream_error",
+        "after_events": 4,
+        "error_type": "overloaded_error",
+        "message": "Overloaded",
+        "content": [{"text": "partial"}],
+    }
     session = make_session(session_root, [event, DONE])
     result = await session.submit("go")
 

@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from engine.messages import AssistantMessage, Message, SystemMessage, SystemSubtype, UserMessage
+from engine.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    SystemSubtype,
+    UserMessage,
+)
 from engine.model import ModelError, ModelErrorKind
 from engine.retry import (
     MAX_RETRY_AFTER_S,

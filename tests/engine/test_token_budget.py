@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.budget import BudgetDecision, BudgetReason, TokenBudgetTracker, parse_token_budget
+from engine.budget import (
+    BudgetDecision,
+    BudgetReason,
+    TokenBudgetTracker,
+    parse_token_budget,
+)
 
 
 @pytest.mark.parametrize(
@@ -73,7 +78,10 @@ def test_reaching_ninety_percent_stops() -> None:
     assert tracker.record(449_999).continue_ is True
     decision = tracker.record(450_000)
     assert (decision.continue_, decision.reason, decision.pct, decision.nudge_text) == (
-        False, BudgetReason.REACHED_TARGET, 90, "",
+        False,
+        BudgetReason.REACHED_TARGET,
+        90,
+        "",
     )
 
 
@@ -90,7 +98,9 @@ def test_after_three_continuations_two_small_deltas_in_a_row_stop_as_diminishing
     assert tracker.record(300_100).continue_
     decision = tracker.record(300_200)
     assert (decision.continue_, decision.reason, decision.continuations) == (
-        False, BudgetReason.DIMINISHING_RETURNS, 4,
+        False,
+        BudgetReason.DIMINISHING_RETURNS,
+        4,
     )
 
 

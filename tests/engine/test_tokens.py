@@ -13,9 +13,21 @@ from engine.tokens import (
     rough_token_count,
     token_count_with_estimation,
 )
-from tests.engine.compact.builders import Conversation, document, image, text, tool_result, tool_use
+from tests.engine.compact.builders import (
+    Conversation,
+    document,
+    image,
+    text,
+    tool_result,
+    tool_use,
+)
 
-USAGE = {"input_tokens": 1_000, "output_tokens": 50, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 3_000}
+USAGE = {
+    "input_tokens": 1_000,
+    "output_tokens": 50,
+    "cache_creation_input_tokens": 200,
+    "cache_read_input_tokens": 3_000,
+}
 USAGE_TOTAL = 4_250
 
 

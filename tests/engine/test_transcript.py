@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from engine.transcript import TornTranscriptWarning, TranscriptError, TranscriptWriter, read_transcript
+from engine.transcript import (
+    TornTranscriptWarning,
+    TranscriptError,
+    TranscriptWriter,
+    read_transcript,
+)
 
 JsonDict = dict[str, Any]
 

@@ -44,4 +44,3 @@ def sync_client_for() -> Iterator[SyncClientFactory]:
     yield build
     for client in clients:
         client.close()
-

@@ -108,7 +108,12 @@ async def test_thinking_and_signature_round_trip(async_client_for: AsyncClientFo
 
 
 async def test_scripted_usage_is_reported(async_client_for: AsyncClientFor) -> None:
-    usage = {"input_tokens": 1200, "output_tokens": 42, "cache_creation_input_tokens": 7, "cache_read_input_tokens": 900}
+    usage = {
+        "input_tokens": 1200,
+        "output_tokens": 42,
+        "cache_creation_input_tokens": 7,
+        "cache_read_input_tokens": 900,
+    }
     message = await final_message(async_client_for(fake({"content": [{"text": "ok"}], "usage": usage})))
 
     assert message.usage.input_tokens == 1200
@@ -175,7 +180,9 @@ async def test_the_scenario_model_overrides_the_requested_one(async_client_for: 
 
 
 async def test_turns_play_in_order_with_numbered_ids(async_client_for: AsyncClientFor) -> None:
-    client = async_client_for(fake({"content": [{"text": "one"}]}, {"content": [{"tool_use": {"name": "Read", "input": {}}}]}))
+    client = async_client_for(
+        fake({"content": [{"text": "one"}]}, {"content": [{"tool_use": {"name": "Read", "input": {}}}]})
+    )
 
     first = await client.messages.create(model=MODEL, max_tokens=16, messages=HELLO)
     second = await client.messages.create(model=MODEL, max_tokens=16, messages=HELLO)
@@ -191,7 +198,12 @@ async def test_turns_play_in_order_with_numbered_ids(async_client_for: AsyncClie
     ("status", "error_type", "message", "exception"),
     [
         (400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum", anthropic.BadRequestError),
-        (413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", anthropic.ContentTooLargeError),
+        (
+            413,
+            "request_too_large",
+            "Request exceeds the maximum allowed number of bytes.",
+            anthropic.ContentTooLargeError,
+        ),
         (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.", anthropic.RateLimitError),
         (500, "api_error", "Internal server error", anthropic.InternalServerError),
         (529, "overloaded_error", "Overloaded", anthropic.OverloadedError),
@@ -206,7 +218,9 @@ async def test_an_http_error_surfaces_as_the_sdks_status_error(
     exception: type[anthropic.APIStatusError],
     stream: bool,
 ) -> None:
-    client = async_client_for(fake({"fault": "http_error", "status": status, "error_type": error_type, "message": message}))
+    client = async_client_for(
+        fake({"fault": "http_error", "status": status, "error_type": error_type, "message": message})
+    )
 
     with pytest.raises(exception) as caught:
         await client.messages.create(model=MODEL, max_tokens=16, messages=HELLO, stream=stream)
@@ -410,7 +424,10 @@ def test_the_same_scenario_gives_the_same_bytes() -> None:
     turns = [
         Turn(content=(TextBlock(text="Reading."), ToolUseBlock(name="Read", input={"file_path": "a.py"}))),
         {"fault": "stream_error", "after_events": 3, "content": [{"text": "partial"}]},
-        {"content": [{"thinking": "hmm", "signature": "sig"}, {"text": "done"}], "usage": {"input_tokens": 5, "output_tokens": 2}},
+        {
+            "content": [{"thinking": "hmm", "signature": "sig"}, {"text": "done"}],
+            "usage": {"input_tokens": 5, "output_tokens": 2},
+        },
     ]
     body = json.dumps({"model": MODEL, "max_tokens": 16, "messages": HELLO, "stream": True}).encode()
 

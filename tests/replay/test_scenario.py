@@ -135,7 +135,9 @@ def test_dataclasses_take_plain_strings_for_enums() -> None:
 
 def test_from_list_errors_name_the_turn() -> None:
     with pytest.raises(ScenarioError) as caught:
-        Scenario.from_list([{"content": []}, {"fault": "http_error", "status": 302, "error_type": "api_error", "message": "m"}])
+        Scenario.from_list(
+            [{"content": []}, {"fault": "http_error", "status": 302, "error_type": "api_error", "message": "m"}]
+        )
 
     assert str(caught.value) == "turn 2: status 302 is not an HTTP error status; expected 400-599."
 

@@ -78,7 +78,10 @@ def test_a_text_turn_renders_the_full_event_sequence() -> None:
                 },
             },
         ),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
         ("ping", {"type": "ping"}),
         (
             "content_block_delta",
@@ -186,7 +189,12 @@ def test_render_message_json_is_the_complete_message() -> None:
         ],
         "stop_reason": "tool_use",
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 0, "output_tokens": 5},
+        "usage": {
+            "input_tokens": 10,
+            "cache_creation_input_tokens": 2,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 5,
+        },
     }
 
 
@@ -198,7 +206,11 @@ def test_a_tool_use_without_an_id_cannot_be_rendered() -> None:
 # --- round trip through the real SDK --------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=12,
 )

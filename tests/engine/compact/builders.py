@@ -9,7 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.deps import format_timestamp
-from engine.messages import AssistantMessage, Message, SystemMessage, SystemSubtype, UserMessage
+from engine.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    SystemSubtype,
+    UserMessage,
+)
 
 JsonDict = dict[str, Any]
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -65,7 +71,9 @@ class Conversation:
 
     def user(self, content: str | list[JsonDict], *, is_meta: bool = False) -> UserMessage:
         uuid, timestamp = self._envelope()
-        message = UserMessage(uuid=uuid, timestamp=timestamp, is_meta=is_meta, message={"role": "user", "content": content})
+        message = UserMessage(
+            uuid=uuid, timestamp=timestamp, is_meta=is_meta, message={"role": "user", "content": content}
+        )
         self.messages.append(message)
         return message
 
@@ -121,8 +129,14 @@ class Conversation:
         return message
 
     def tool_round(
-        self, tool_id: str, name: str = "Bash", tool_input: JsonDict | None = None, result: str = "ok",
-        *, say: str | None = None, usage: JsonDict | None = None,
+        self,
+        tool_id: str,
+        name: str = "Bash",
+        tool_input: JsonDict | None = None,
+        result: str = "ok",
+        *,
+        say: str | None = None,
+        usage: JsonDict | None = None,
     ) -> None:
         """A response calling one tool (optionally after some text), then the user message with its result."""
         blocks = ([text(say)] if say else []) + [tool_use(tool_id, name, tool_input)]

@@ -27,7 +27,15 @@ from engine.settings import EngineSettings
 from engine.tokens import estimate_message_tokens, token_count_with_estimation
 from replay.fake import FakeModel, FakeModelTransport
 from replay.scenario import Scenario
-from tests.engine.compact.builders import Conversation, frozen_copy, image, text, tool_result, tool_use, uuids
+from tests.engine.compact.builders import (
+    Conversation,
+    frozen_copy,
+    image,
+    text,
+    tool_result,
+    tool_use,
+    uuids,
+)
 from tests.engine.conftest import assert_pairing
 
 JsonDict = dict[str, Any]
@@ -85,7 +93,10 @@ async def compact(deps: QueryDeps, messages: list[Message], **options: Any) -> A
 def test_autocompact_starts_at_the_threshold() -> None:
     threshold = SETTINGS.autocompact_threshold
     tracking = AutoCompactTracking()
-    assert (should_autocompact(threshold - 1, SETTINGS, tracking), should_autocompact(threshold, SETTINGS, tracking)) == (
+    assert (
+        should_autocompact(threshold - 1, SETTINGS, tracking),
+        should_autocompact(threshold, SETTINGS, tracking),
+    ) == (
         False,
         True,
     )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from engine.compact.boundary import CompactTrigger, compact_boundary, format_summary, summary_message
+from engine.compact.boundary import (
+    CompactTrigger,
+    compact_boundary,
+    format_summary,
+    summary_message,
+)
 from engine.deps import QueryDeps, SeededUuids
 from engine.messages import SystemSubtype
 

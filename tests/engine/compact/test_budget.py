@@ -7,10 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from engine.compact.budget import MIN_REPLACEABLE_CHARS, ContentReplacementState, apply_tool_result_budget
+from engine.compact.budget import (
+    MIN_REPLACEABLE_CHARS,
+    ContentReplacementState,
+    apply_tool_result_budget,
+)
 from engine.messages import Message
 from engine.tools import GrepTool, ToolUseContext, apply_result_size_limit
-from tests.engine.compact.builders import Conversation, frozen_copy, image, text, tool_result, tool_use, uuids
+from tests.engine.compact.builders import (
+    Conversation,
+    frozen_copy,
+    image,
+    text,
+    tool_result,
+    tool_use,
+    uuids,
+)
 
 LIMIT = 10_000
 

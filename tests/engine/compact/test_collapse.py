@@ -90,7 +90,7 @@ def test_a_committed_span_becomes_one_meta_user_message_with_its_first_uuid() ->
     projected = staged_and_drained(chat).project(chat.messages)
     fold = projected[1]
     assert isinstance(fold, UserMessage) and fold.is_meta
-    assert uuids(projected) == uuids(rounds[0]) + [rounds[1][0].uuid] + uuids(rounds[4] + rounds[5])
+    assert uuids(projected) == [*uuids(rounds[0]), rounds[1][0].uuid, *uuids(rounds[4] + rounds[5])]
 
 
 def test_the_fold_names_the_tool_calls_and_counts_the_replies() -> None:

@@ -9,7 +9,12 @@ import pytest
 
 from engine.compact.microcompact import CLEARED_TOOL_RESULT, microcompact
 from engine.tokens import estimate_message_tokens
-from tests.engine.compact.builders import Conversation, frozen_copy, result_content, tool_result, uuids
+from tests.engine.compact.builders import (
+    Conversation,
+    frozen_copy,
+    result_content,
+    uuids,
+)
 
 GAP = 60.0
 

@@ -13,7 +13,15 @@ from engine.model import AnthropicModel
 from engine.settings import EngineSettings
 from replay.fake import FakeModel, FakeModelTransport
 from replay.scenario import Scenario
-from tests.engine.compact.builders import Conversation, document, frozen_copy, image, text, tool_result, uuids
+from tests.engine.compact.builders import (
+    Conversation,
+    document,
+    frozen_copy,
+    image,
+    text,
+    tool_result,
+    uuids,
+)
 
 SUMMARY = {"content": [{"text": "<summary>Looked at two pictures.</summary>"}]}
 
@@ -72,7 +80,9 @@ async def deps_and_fake() -> AsyncIterator[tuple[QueryDeps, FakeModel]]:
 
 async def test_reactive_compact_is_an_automatic_compaction(deps_and_fake: tuple[QueryDeps, FakeModel]) -> None:
     deps, _ = deps_and_fake
-    result = await reactive_compact(with_media().messages, deps=deps, settings=EngineSettings(), model="claude-sonnet-4-6")
+    result = await reactive_compact(
+        with_media().messages, deps=deps, settings=EngineSettings(), model="claude-sonnet-4-6"
+    )
     assert result.boundary.compact_metadata is not None
     assert result.boundary.compact_metadata["trigger"] == "auto"
 

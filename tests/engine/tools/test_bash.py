@@ -12,7 +12,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from engine.tools import BashTool, PermissionBehavior, ToolError, ToolResult, ToolUseContext
+from engine.tools import (
+    BashTool,
+    PermissionBehavior,
+    ToolError,
+    ToolResult,
+    ToolUseContext,
+)
 from engine.tools.bash import is_read_only_command, scrubbed_environment
 
 
@@ -110,8 +116,7 @@ async def test_long_output_is_truncated_with_a_note(ctx: ToolUseContext) -> None
     ctx.bash_max_output_chars = 100
     result = await run(ctx, "yes abcdefghi | head -c 100000")
     assert result == ToolResult(
-        ("abcdefghi\n" * 10)
-        + "\n\n[Output truncated: the command printed more than 100 characters; "
+        ("abcdefghi\n" * 10) + "\n\n[Output truncated: the command printed more than 100 characters; "
         "only the first ones are shown.]"
     )
 
@@ -170,17 +175,28 @@ async def test_every_command_asks_the_session_for_permission(ctx: ToolUseContext
     assert (decision.behavior, decision.reason) == (PermissionBehavior.ASK, "Bash wants to run: ls")
 
 
-@pytest.mark.parametrize(
-    "command", ["ls -la", "cat README.md", "grep -rn 'a b' src", "pwd", "echo hi", "wc -l x"]
-)
+@pytest.mark.parametrize("command", ["ls -la", "cat README.md", "grep -rn 'a b' src", "pwd", "echo hi", "wc -l x"])
 def test_simple_read_only_commands_are_concurrency_safe(command: str) -> None:
     assert BashTool().is_concurrency_safe({"command": command})
 
 
 @pytest.mark.parametrize(
     "command",
-    ["rm -rf x", "ls; rm x", "cat a | sh", "echo x > f", "cat < f", "ls && rm x", "ls & rm x",
-     "echo `rm x`", "echo $(rm x)", "ls\nrm x", "FOO=1 ls", "echo 'unclosed", ""],
+    [
+        "rm -rf x",
+        "ls; rm x",
+        "cat a | sh",
+        "echo x > f",
+        "cat < f",
+        "ls && rm x",
+        "ls & rm x",
+        "echo `rm x`",
+        "echo $(rm x)",
+        "ls\nrm x",
+        "FOO=1 ls",
+        "echo 'unclosed",
+        "",
+    ],
 )
 def test_anything_else_is_not_concurrency_safe(command: str) -> None:
     assert not is_read_only_command(command)

@@ -7,7 +7,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from engine.tools import GlobTool, PermissionBehavior, ToolError, ToolUseContext, WorkspaceEscapeError
+from engine.tools import (
+    GlobTool,
+    PermissionBehavior,
+    ToolError,
+    ToolUseContext,
+    WorkspaceEscapeError,
+)
 from engine.tools.glob import compile_glob
 
 

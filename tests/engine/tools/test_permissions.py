@@ -43,9 +43,7 @@ async def test_a_rule_allowing_a_tool_answers_its_ask() -> None:
 
 async def test_a_deny_rule_wins_even_over_a_tools_own_allow() -> None:
     decision = await RulePolicy(allow=["Read"], deny=["Read"])(ReadTool(), {"file_path": "a"}, ALLOW)
-    assert decision == PermissionDecision.deny(
-        "Permission to use Read has been denied by a rule of this session."
-    )
+    assert decision == PermissionDecision.deny("Permission to use Read has been denied by a rule of this session.")
 
 
 async def test_an_ask_no_rule_answers_is_denied_with_a_sentence_saying_what_to_do() -> None:
@@ -59,9 +57,7 @@ async def test_an_ask_no_rule_answers_is_denied_with_a_sentence_saying_what_to_d
 async def test_an_ask_no_rule_answers_goes_to_the_fallback_policy() -> None:
     seen: list[tuple[str, JsonDict]] = []
 
-    async def prompt(
-        tool: Tool, observed_input: JsonDict, decision: PermissionDecision
-    ) -> PermissionDecision:
+    async def prompt(tool: Tool, observed_input: JsonDict, decision: PermissionDecision) -> PermissionDecision:
         seen.append((tool.name, observed_input))
         return PermissionDecision.allow()
 

@@ -7,7 +7,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from engine.tools import PermissionBehavior, ReadTool, ToolError, ToolUseContext, WorkspaceEscapeError
+from engine.tools import (
+    PermissionBehavior,
+    ReadTool,
+    ToolError,
+    ToolUseContext,
+    WorkspaceEscapeError,
+)
 
 
 @pytest.fixture
@@ -44,9 +50,7 @@ async def test_offset_and_limit_select_a_window_numbered_from_the_offset(ctx: To
 async def test_a_file_longer_than_the_default_limit_says_how_to_read_the_rest(ctx: ToolUseContext) -> None:
     (ctx.workspace_root / "long.txt").write_text("x\n" * 2001)
     text = await read(ctx, file_path="long.txt")
-    assert text.endswith(
-        "  2000\tx\n\n(Showing lines 1-2000 of 2001. Use offset and limit to read the rest.)"
-    )
+    assert text.endswith("  2000\tx\n\n(Showing lines 1-2000 of 2001. Use offset and limit to read the rest.)")
 
 
 async def test_an_offset_past_the_end_gives_a_warning_not_an_error(ctx: ToolUseContext) -> None:

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.tools import ReadTool, ToolUseContext, WorkspaceEscapeError, resolve_in_workspace
+from engine.tools import (
+    ReadTool,
+    ToolUseContext,
+    WorkspaceEscapeError,
+    resolve_in_workspace,
+)
 from engine.tools.workspace import display_path, iter_workspace_files
 
 
@@ -33,17 +38,13 @@ def test_dotdot_that_stays_inside_is_allowed(root: Path) -> None:
 def test_escape_via_dotdot_is_refused(root: Path) -> None:
     with pytest.raises(WorkspaceEscapeError) as caught:
         resolve_in_workspace("../etc/passwd", root)
-    assert str(caught.value) == (
-        "Path '../etc/passwd' is outside the workspace; tools may only touch files inside it."
-    )
+    assert str(caught.value) == ("Path '../etc/passwd' is outside the workspace; tools may only touch files inside it.")
 
 
 def test_escape_via_absolute_path_is_refused(root: Path) -> None:
     with pytest.raises(WorkspaceEscapeError) as caught:
         resolve_in_workspace("/etc/passwd", root)
-    assert str(caught.value) == (
-        "Path '/etc/passwd' is outside the workspace; tools may only touch files inside it."
-    )
+    assert str(caught.value) == ("Path '/etc/passwd' is outside the workspace; tools may only touch files inside it.")
 
 
 def test_escape_via_a_symlink_pointing_out_is_refused(root: Path, tmp_path: Path) -> None:

@@ -7,7 +7,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from engine.tools import PermissionBehavior, ToolError, ToolUseContext, WorkspaceEscapeError, WriteTool
+from engine.tools import (
+    PermissionBehavior,
+    ToolError,
+    ToolUseContext,
+    WorkspaceEscapeError,
+    WriteTool,
+)
 
 
 @pytest.fixture
@@ -47,9 +53,7 @@ async def test_writing_onto_a_directory_is_a_tool_error(ctx: ToolUseContext) -> 
         await WriteTool().call({"file_path": "src", "content": "x"}, ctx)
 
 
-async def test_writing_outside_the_workspace_is_refused_and_writes_nothing(
-    ctx: ToolUseContext, tmp_path: Path
-) -> None:
+async def test_writing_outside_the_workspace_is_refused_and_writes_nothing(ctx: ToolUseContext, tmp_path: Path) -> None:
     with pytest.raises(WorkspaceEscapeError):
         await WriteTool().call({"file_path": "../escaped.txt", "content": "x"}, ctx)
     assert not (tmp_path / "escaped.txt").exists()
