@@ -6,10 +6,21 @@ the transport decides whether a session is live, recorded or replayed.
 """
 
 from engine.abort import AbortController, AbortedError
+from engine.compact import CompactionError, CompactionResult, CompactTrigger
 from engine.deps import ManualClock, QueryDeps, SeededUuids, SystemClock
-from engine.events import LoopEnd, RequestStart, ToolOutcome, TraceEvent, TraceKind
-from engine.hooks import HookDecision, HookEvent, HookInput, HookResult, Hooks
-from engine.loop import LoopParams, query, query_loop
+from engine.events import CompactionTier, FallbackKind, LoopEnd, RequestStart, ToolOutcome, TraceEvent, TraceKind
+from engine.hooks import (
+    CommandHook,
+    HookDecision,
+    HookEvent,
+    HookInput,
+    HookOutcome,
+    HookResult,
+    Hooks,
+    StopHookInput,
+    StopHookResult,
+)
+from engine.loop import query, query_loop
 from engine.messages import (
     AssistantMessage,
     AttachmentMessage,
@@ -36,6 +47,7 @@ from engine.orchestration import (
     partition_tool_calls,
     run_tools,
 )
+from engine.params import LoopParams
 from engine.query_engine import QueryEngine, QueryResult, ResultSubtype
 from engine.settings import DEFAULT_MODEL, EngineSettings
 from engine.state import State, Terminal, Transition
@@ -50,10 +62,17 @@ __all__ = [
     "AssistantMessage",
     "AttachmentMessage",
     "AttachmentType",
+    "CommandHook",
+    "CompactTrigger",
+    "CompactionError",
+    "CompactionResult",
+    "CompactionTier",
     "EngineSettings",
+    "FallbackKind",
     "HookDecision",
     "HookEvent",
     "HookInput",
+    "HookOutcome",
     "HookResult",
     "Hooks",
     "LoopEnd",
@@ -74,6 +93,8 @@ __all__ = [
     "ResultSubtype",
     "SeededUuids",
     "State",
+    "StopHookInput",
+    "StopHookResult",
     "StreamingToolExecutor",
     "SystemClock",
     "SystemMessage",

@@ -268,7 +268,7 @@ class QueryEngine:
             return
         if isinstance(message, TombstoneMessage):
             self.mutable_messages = [m for m in self.mutable_messages if m.uuid != message.target_uuid]
-            self._record(message, chain=False)
+            self._record(message)
             return
         if isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
             self.mutable_messages.clear()
@@ -276,23 +276,23 @@ class QueryEngine:
         if message.uuid not in self._recorded:  # messages kept across a compaction are on file already
             self._record(message)
 
-    def _record(self, message: Message, *, chain: bool = True) -> None:
+    def _record(self, message: Message) -> None:
         # The transcript is a chain: each message points at the one before it, a tool result
         # at the assistant message that asked for it, a compact boundary at nothing. A
         # tombstone stands outside the chain (it names its target instead).
-        if not chain:
-            pass
-        elif isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
-            message.parent_uuid = None
-        elif isinstance(message, UserMessage) and message.source_tool_assistant_uuid:
-            message.parent_uuid = message.source_tool_assistant_uuid
-        else:
-            message.parent_uuid = self._last_recorded_uuid
-        if chain:
+        if not isinstance(message, TombstoneMessage):
+            message.parent_uuid = self._chain_parent(message)
             self._last_recorded_uuid = message.uuid
         self._recorded.add(message.uuid)
         session_id, cwd = self.session_id, str(self.workspace)
         self.transcript.enqueue(lambda: {**message.to_record(), "session_id": session_id, "cwd": cwd})
+
+    def _chain_parent(self, message: Message) -> str | None:
+        if isinstance(message, SystemMessage) and message.subtype is SystemSubtype.COMPACT_BOUNDARY:
+            return None
+        if isinstance(message, UserMessage) and message.source_tool_assistant_uuid:
+            return message.source_tool_assistant_uuid
+        return self._last_recorded_uuid
 
     def _result(self, end: LoopEnd, tally: _TurnTally, started: datetime) -> QueryResult:
         text = tally.final_text()
