@@ -145,8 +145,11 @@ class ModelCall:
             ):
                 assert settings.fallback_model is not None
                 previous, self.model = self.model, settings.fallback_model
-                for item in self._abandon_attempt(MODEL_FALLBACK_RESULT):
-                    yield item
+                # As the design has it: the attempt's open tool_use blocks are answered
+                # ("Model fallback triggered") rather than withdrawn.
+                for run in await self.settle_tools(MODEL_FALLBACK_RESULT, ToolOutcome.CANCELLED):
+                    yield run.message
+                self._reset_attempt()
                 # Thinking signatures are bound to the model that wrote them.
                 self.working = strip_thinking_signatures(self.working)
                 self.request = build_request(self.working, self.params, model=self.model, max_tokens=self.max_tokens)
@@ -258,11 +261,16 @@ class ModelCall:
             for m in self.assistant_messages
         ]
         self.executor.discard(reason)
+        self._reset_attempt()
+        return tombstones
+
+    def _reset_attempt(self) -> None:
+        """A clean slate for the next attempt: a fresh executor and nothing received yet."""
         self.executor = StreamingToolExecutor(self.params.rctx)
+        self._stream_tools = self.params.settings.streaming_tool_execution
         self.executors.append(self.executor)
         self.assistant_messages, self.tool_blocks, self._tool_owner = [], [], {}
         self.stop_reason, self.usage = None, {}
-        return tombstones
 
     async def _give_up(self, error: ModelError, turn: int) -> AsyncIterator[Message | TraceEvent]:
         message_text = _api_error_text(error)

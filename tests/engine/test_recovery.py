@@ -431,3 +431,23 @@ async def test_meta_messages_of_recovery_are_marked_meta(session_root: Path) -> 
     await session.submit("go")
     resumes = [m for m in session.engine.mutable_messages if isinstance(m, UserMessage) and m.is_meta]
     assert [m.content for m in resumes] == [MAX_OUTPUT_TOKENS_RECOVERY_TEXT]
+
+
+async def test_model_fallback_answers_the_open_tool_use_of_the_failed_attempt(session_root: Path) -> None:
+    overloaded_after_tool_use = {
+        "fault": "stream_error",
+        "after_events": 8,
+        "error_type": "overloaded_error",
+        "message": "Overloaded",
+        "content": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}, "id": "toolu_open"}}, {"text": "x"}],
+    }
+    settings = EngineSettings(fallback_model="claude-haiku-4-5")
+    session = make_session(
+        session_root, [OVERLOADED, OVERLOADED, overloaded_after_tool_use, DONE], settings=settings, files={"a.txt": "a"}
+    )
+    result = await session.submit("go")
+
+    answered = [o for o in session.outputs if isinstance(o, UserMessage) and "toolu_open" in str(o.content)]
+    assert answered and answered[0].content[0]["content"] == "Model fallback triggered"
+    assert result.result == "Done." and session.requests[-1]["model"] == "claude-haiku-4-5"
+    assert "toolu_open" not in str(session.requests[-1]["messages"])  # the retried request never had it
