@@ -1,0 +1,34 @@
+"""A scenario built in Python can be written back to the YAML shape and read again unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from replay.scenario import Scenario, load_scenario, scenario_to_document
+
+EVERY_KIND = [
+    {"content": [{"thinking": "hm", "signature": "sig"}, {"text": "hi"},
+                 {"tool_use": {"name": "Read", "input": {"file_path": "a"}, "id": "toolu_1"}}],
+     "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 2}},
+    {"content": [{"redacted_thinking": "opaque"}]},
+    {"fault": "http_error", "status": 429, "error_type": "rate_limit_error", "message": "slow",
+     "headers": {"retry-after": "3"}},
+    {"fault": "stream_error", "after_events": 3, "error_type": "overloaded_error", "message": "Overloaded",
+     "content": [{"text": "partial"}]},
+    {"fault": "drop_connection", "after_events": 2, "content": [{"text": "partial"}]},
+]
+
+
+def test_every_turn_and_fault_kind_round_trips_through_a_file(tmp_path: Path) -> None:
+    scenario = Scenario.from_list(EVERY_KIND, name="all kinds", model="claude-sonnet-4-6")
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario_to_document(scenario), sort_keys=False))
+    assert load_scenario(path) == scenario
+
+
+def test_the_bundled_demo_round_trips() -> None:
+    demo = load_scenario(Path(__file__).resolve().parents[2] / "cassettes" / "demo" / "scenario.yaml")
+    document = scenario_to_document(demo)
+    assert Scenario.from_list(document["turns"], name=document.get("name")) == demo
