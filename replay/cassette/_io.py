@@ -1,0 +1,270 @@
+"""Reading and writing cassette files: format detection, clear errors, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from contextlib import suppress
+from os import PathLike
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from replay.cassette._content import FormatProblem
+from replay.cassette._model import CASSETTE_FORMAT_VERSION, MAX_CASSETTE_BYTES, Cassette, CassetteError, CassetteSource
+from replay.cassette._native import FORMAT_MARKER, decode_native, encode_native
+from replay.cassette._vcrpy import VCRPY_FORMAT_VERSION, interactions_from_vcrpy, is_vcrpy_shape
+from replay.cassette._yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml, yaml_problem
+from replay.scrub import scrub_interaction
+
+__all__ = ["atomic_write_text", "dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
+
+_HEADER: Final = f"# agent-replay cassette, format version {CASSETTE_FORMAT_VERSION} (see docs/cassettes.md)\n"
+# The last line of every native file: a file that fails to load and lacks it was cut short.
+_FOOTER: Final = "# end of cassette\n"
+_CONTENT_KEY = re.compile(r"^[mts]-[0-9a-f]+$")
+_RESTORE: Final = "restore it from version control or re-record it"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def load_cassette(path: str | PathLike[str]) -> Cassette:
+    """The cassette in ``path``: native, or a plain vcrpy cassette (YAML or JSON)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise CassetteError(str(path), "does not exist; record it first with record mode once or all.") from None
+    except OSError as err:
+        raise CassetteError(
+            str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
+        ) from None
+    if not path.is_file():
+        raise CassetteError(str(path), "is not a file; point to the cassette file itself.")
+    if size > MAX_CASSETTE_BYTES:
+        raise CassetteError(str(path), f"is {size} bytes, over the {_limit()} limit; check that it is a cassette.")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise CassetteError(
+            str(path), f"is not UTF-8 text (byte {err.start} cannot be decoded); it looks corrupt — {_RESTORE}."
+        ) from None
+    except OSError as err:
+        raise CassetteError(
+            str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
+        ) from None
+    cassette = loads_cassette(text, source_name=str(path))
+    cassette.path = path
+    return cassette
+
+
+def loads_cassette(text: str, *, source_name: str) -> Cassette:
+    """The cassette in ``text``; ``source_name`` names it in errors."""
+    if len(text) > MAX_CASSETTE_BYTES:
+        raise CassetteError(source_name, f"is over the {_limit()} limit; check that it is a cassette.")
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise CassetteError(source_name, "is empty; record it again with record mode once or all.")
+    document, parsed_as = _parse(text, source_name)
+    try:
+        if isinstance(document, Mapping) and FORMAT_MARKER in document:
+            _check_native_version(document[FORMAT_MARKER], source_name)
+            cassette = decode_native(document)
+            cassette.source = CassetteSource.NATIVE
+            return cassette
+        if is_vcrpy_shape(document):
+            _check_vcrpy_version(document["version"], source_name)
+            metadata = document.get("metadata") or {}
+            return Cassette(
+                interactions=interactions_from_vcrpy(document),
+                source=parsed_as,
+                metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+            )
+    except FormatProblem as problem:
+        if isinstance(document, Mapping) and FORMAT_MARKER in document and not text.rstrip().endswith(_FOOTER.strip()):
+            raise CassetteError(
+                source_name,
+                f"looks truncated: it does not end with the line {_FOOTER.strip()!r} and is invalid at "
+                f"{problem.where} ({problem.problem}); {_RESTORE}.",
+            ) from None
+        raise CassetteError(
+            source_name, f"is invalid at {problem.where}: {problem.problem}; {problem.remedy}."
+        ) from None
+    raise CassetteError(
+        source_name,
+        f"is neither an agent-replay cassette (no '{FORMAT_MARKER}:' key) nor a vcrpy cassette "
+        "(no 'version:' and 'interactions:' keys); check that the path names a cassette.",
+    )
+
+
+def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource]:
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return json.loads(text), CassetteSource.VCRPY_JSON
+        except RecursionError:
+            raise CassetteError(source_name, f"nests its data too deeply to be a cassette; {_RESTORE}.") from None
+        except json.JSONDecodeError as err:
+            raise CassetteError(
+                source_name,
+                f"is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}); "
+                f"it looks truncated or corrupt — {_RESTORE}.",
+            ) from None
+    try:
+        return load_yaml(text), CassetteSource.VCRPY_YAML
+    except AliasRefusedError as err:
+        raise CassetteError(
+            source_name,
+            f"uses a YAML alias ({yaml_problem(err)}), which a cassette never contains and which could expand "
+            "without bound; write the data out in full or re-record it.",
+        ) from None
+    except DuplicateKeyError as err:
+        if isinstance(err.key, str) and _CONTENT_KEY.match(err.key):
+            raise CassetteError(
+                source_name,
+                f"has two different bodies under the content key {err.key} ({yaml_problem(err)}), a content-key "
+                "collision or a bad merge; re-record the cassette.",
+            ) from None
+        raise CassetteError(
+            source_name, f"has a {yaml_problem(err)} with different values; keep one of them or {_RESTORE}."
+        ) from None
+    except yaml.constructor.ConstructorError as err:
+        raise CassetteError(
+            source_name,
+            f"uses a YAML tag that safe loading refuses ({yaml_problem(err)}); a cassette holds plain data "
+            "only — re-record it.",
+        ) from None
+    except yaml.YAMLError as err:
+        raise CassetteError(
+            source_name, f"is not valid YAML ({yaml_problem(err)}); it looks truncated or corrupt — {_RESTORE}."
+        ) from None
+    except RecursionError:
+        raise CassetteError(source_name, f"nests its data too deeply to be a cassette; {_RESTORE}.") from None
+
+
+def _check_native_version(version: Any, source_name: str) -> None:
+    if version == CASSETTE_FORMAT_VERSION and isinstance(version, int) and not isinstance(version, bool):
+        return
+    if isinstance(version, int) and not isinstance(version, bool):
+        raise CassetteError(
+            source_name,
+            f"is format version {version}; this replay reads version {CASSETTE_FORMAT_VERSION} — upgrade "
+            "agent-replay or re-record.",
+        )
+    raise CassetteError(
+        source_name,
+        f"has {FORMAT_MARKER}: {version!r}, which is not a format version; "
+        f"expected {FORMAT_MARKER}: {CASSETTE_FORMAT_VERSION}.",
+    )
+
+
+def _check_vcrpy_version(version: Any, source_name: str) -> None:
+    if version != VCRPY_FORMAT_VERSION or isinstance(version, bool):
+        raise CassetteError(
+            source_name,
+            f"is a vcrpy cassette of format version {version!r}; agent-replay reads vcrpy's version "
+            f"{VCRPY_FORMAT_VERSION} — re-record it with a current vcrpy.",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def dumps_cassette(cassette: Cassette) -> str:
+    """The native YAML text of ``cassette``, scrubbed: the same interactions give the same text."""
+    return render_cassette(cassette, str(cassette.path) if cassette.path is not None else "the cassette")
+
+
+def save_cassette(cassette: Cassette, path: str | PathLike[str]) -> None:
+    """Write ``cassette`` (scrubbed) to ``path`` atomically: the old file stays whole until the
+    new one is complete on disk."""
+    path = Path(path)
+    atomic_write_text(path, render_cassette(cassette, str(path)))
+
+
+def render_cassette(cassette: Cassette, source_name: str) -> str:
+    """`dumps_cassette`, naming the file ``source_name`` in errors."""
+    scrubbed = Cassette(
+        interactions=[scrub_interaction(i) for i in cassette.interactions],
+        recorded_paths=dict(cassette.recorded_paths),
+        metadata=dict(cassette.metadata),
+    )
+    try:
+        document = encode_native(scrubbed)
+        _check_plain_data(document)
+        return _HEADER + dump_yaml(document) + _FOOTER
+    except FormatProblem as problem:
+        raise CassetteError(
+            source_name, f"cannot be written: {problem.where}: {problem.problem}; {problem.remedy}."
+        ) from None
+    except (TypeError, ValueError, yaml.YAMLError) as err:
+        raise CassetteError(
+            source_name,
+            f"cannot be written: a recorded body holds a value that is not JSON data ({err}); nothing was written.",
+        ) from None
+
+
+def _check_plain_data(document: Any) -> None:
+    # What the safe loader refuses (bytes, tuples, objects) must not be written either.
+    pending = [document]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif item is not None and not isinstance(item, (str, int, float, bool)):
+            raise TypeError(f"{type(item).__name__} {item!r:.40}")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder, flushed, synced and renamed
+    over the old file. On any failure the temp file is removed and the old file is untouched."""
+    data = text.encode("utf-8")
+    temp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+        temp = None
+    except OSError as err:
+        raise CassetteError(
+            str(path), f"could not be written ({err.strerror or err}); the previous file, if any, is unchanged."
+        ) from None
+    finally:
+        if temp is not None:
+            with suppress(OSError):
+                os.unlink(temp)
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    # Makes the rename itself durable; not every platform can open a folder, and that is fine.
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _unreadable(path: Path, err: OSError) -> CassetteError:
+    return CassetteError(str(path), f"cannot be read ({err.strerror}); check the path and its permissions.")
+
+
+def _limit() -> str:
+    mib = 1024 * 1024
+    return f"{MAX_CASSETTE_BYTES // mib} MiB" if MAX_CASSETTE_BYTES % mib == 0 else f"{MAX_CASSETTE_BYTES} bytes"

@@ -1,0 +1,89 @@
+"""The in-memory cassette, its error, and the normalizer its fingerprints use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final
+
+from replay.fingerprint import Normalizer, fingerprint
+from replay.interaction import Interaction
+
+__all__ = [
+    "CASSETTE_FORMAT_VERSION",
+    "MAX_CASSETTE_BYTES",
+    "RECORDED_PATH_KEYS",
+    "Cassette",
+    "CassetteError",
+    "CassetteSource",
+]
+
+CASSETTE_FORMAT_VERSION: Final = 1
+# A cassette of a long session is a few MiB; anything near this limit is not a cassette.
+MAX_CASSETTE_BYTES: Final = 512 * 1024 * 1024
+# workspace and session: the folders the session ran in. home: the home folder of the machine
+# that computed the stored fingerprints (the normalizer replaces it), so they recompute the same
+# on any other machine.
+RECORDED_PATH_KEYS: Final = ("workspace", "session", "home")
+
+
+class CassetteError(ValueError):
+    """A cassette cannot be read or written. The message is one sentence: the file, the problem
+    and what to do; ``source`` and ``problem`` hold its two halves."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source} {problem}")
+        self.source = source
+        self.problem = problem
+
+    def for_source(self, source: str) -> CassetteError:
+        """The same problem, told about another name for the file."""
+        return CassetteError(source, self.problem)
+
+
+class CassetteSource(StrEnum):
+    """The format a cassette was read from."""
+
+    NATIVE = "native"
+    VCRPY_YAML = "vcrpy_yaml"
+    VCRPY_JSON = "vcrpy_json"
+
+
+@dataclass
+class Cassette:
+    """Recorded interactions in the order they happened, and where the session ran."""
+
+    interactions: list[Interaction] = field(default_factory=list)
+    # RECORDED_PATH_KEYS -> absolute path; used to normalize fingerprints.
+    recorded_paths: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+    source: CassetteSource = CassetteSource.NATIVE
+    # vcrpy's cassette metadata, kept as it is.
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def normalizer(self) -> Normalizer:
+        """The normalizer of the recording: its workspace, session folder and home."""
+        return normalizer_for(self.recorded_paths)
+
+    def fingerprints(self) -> list[str]:
+        """Each interaction's request fingerprint, under `normalizer`."""
+        normalizer = self.normalizer()
+        return [
+            fingerprint(i.request.method, i.request.path, i.request.body, normalizer=normalizer)
+            for i in self.interactions
+        ]
+
+
+def normalizer_for(recorded_paths: dict[str, str]) -> Normalizer:
+    """`Normalizer.for_paths` of the recorded folders, plus the recorded home as ``<home>``."""
+    workspace, session = recorded_paths.get("workspace"), recorded_paths.get("session")
+    base = Normalizer.for_paths(
+        workspace=Path(workspace) if workspace else None,
+        session_dir=Path(session) if session else None,
+    )
+    home = recorded_paths.get("home")
+    if not home or home == "/":
+        return base
+    # Longest first, as for_paths orders them, so a workspace inside home keeps its placeholder.
+    return Normalizer(tuple(sorted((*base.roots, (home, "<home>")), key=lambda root: -len(root[0]))))

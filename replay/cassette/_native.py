@@ -1,0 +1,299 @@
+"""The native document: `Cassette` <-> the plain data that is written as YAML.
+
+Key order in the file is fixed, so the same interactions always give the same bytes: the format's
+own keys in reading order (``method``, ``uri``, ``fingerprint``, ``headers``, ``body``), every
+mapping of recorded data (bodies, headers, event data) sorted, and the content table in order of
+first use (a new turn appends at the end, so a re-recorded session diffs where it changed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
+from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, Cassette, normalizer_for
+from replay.cassette._yaml import FlowMap
+from replay.fingerprint import canonical_json, fingerprint
+from replay.interaction import (
+    BodyKind,
+    FaultKind,
+    Interaction,
+    RecordedFault,
+    RecordedRequest,
+    RecordedResponse,
+    SseEvent,
+)
+
+__all__ = ["FORMAT_MARKER", "decode_native", "encode_native"]
+
+FORMAT_MARKER = "agent_replay_cassette"
+
+_TOP_KEYS = (FORMAT_MARKER, "recorded_paths", "metadata", "content", "interactions")
+_REQUEST_KEYS = ("method", "uri", "fingerprint", "headers", "body")
+_RESPONSE_KEYS = ("status", "headers", "kind", "body", "events", "fault")
+_FAULT_KEYS = ("kind", "after_events", "after_bytes")
+# An event whose data is at most this long in JSON, on one line, is written on one line.
+_ONE_LINE_EVENT = 160
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def encode_native(cassette: Cassette) -> dict[str, Any]:
+    """The document for ``cassette`` (already scrubbed). Raises `FormatProblem`."""
+    recorded_paths = _with_home(cassette)
+    normalizer = normalizer_for(recorded_paths)
+    writer = ContentWriter()
+    interactions = []
+    for index, interaction in enumerate(cassette.interactions):
+        request = interaction.request
+        encoded_request: dict[str, Any] = {
+            "method": request.method,
+            "uri": request.uri,
+            "fingerprint": fingerprint(request.method, request.path, request.body, normalizer=normalizer),
+            "headers": _headers(request.headers),
+        }
+        if request.body is not None:
+            encoded_request["body"] = writer.encode_body(index, request.body)
+        interactions.append({"request": encoded_request, "response": _encode_response(interaction.response)})
+    document: dict[str, Any] = {FORMAT_MARKER: CASSETTE_FORMAT_VERSION}
+    if recorded_paths:
+        document["recorded_paths"] = dict(sorted(recorded_paths.items()))
+    if cassette.metadata:
+        document["metadata"] = sorted_data(cassette.metadata)
+    document["content"] = writer.table
+    document["interactions"] = interactions
+    return document
+
+
+def _with_home(cassette: Cassette) -> dict[str, str]:
+    # Fingerprints normalize this machine's home folder; when a body mentions it outside the
+    # recorded folders, record it, so that the stored fingerprints recompute the same elsewhere.
+    paths = dict(cassette.recorded_paths)
+    home = os.path.expanduser("~")
+    if "home" in paths or home in ("", "/"):
+        return paths
+    roots = normalizer_for(paths).roots
+    for interaction in cassette.interactions:
+        body = interaction.request.body
+        text = "" if body is None else body if isinstance(body, str) else canonical_json(body)
+        if home not in text:
+            continue
+        for root, placeholder in roots:
+            text = text.replace(root, placeholder)
+        if home in text:
+            paths["home"] = home
+            break
+    return paths
+
+
+def _headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return FlowMap((name, headers[name]) for name in sorted(headers))
+
+
+def _encode_response(response: RecordedResponse) -> dict[str, Any]:
+    encoded: dict[str, Any] = {
+        "status": response.status,
+        "headers": _headers(response.headers),
+        "kind": response.kind.value,
+    }
+    if response.kind is BodyKind.SSE:
+        encoded["events"] = [_encode_event(event) for event in response.body]
+    elif response.kind is not BodyKind.EMPTY:
+        encoded["body"] = sorted_data(response.body)
+    if response.fault is not None:
+        fault: dict[str, Any] = {"kind": response.fault.kind.value}
+        if response.fault.after_events is not None:
+            fault["after_events"] = response.fault.after_events
+        if response.fault.after_bytes is not None:
+            fault["after_bytes"] = response.fault.after_bytes
+        encoded["fault"] = FlowMap(fault)
+    return encoded
+
+
+def _encode_event(event: SseEvent) -> dict[str, Any]:
+    encoded: dict[str, Any] = {} if event.event is None else {"event": event.event}
+    encoded["data"] = sorted_data(event.data)
+    text = canonical_json(event.data)
+    # A short event reads best on one line; a multi-line string reads best as a literal block.
+    if len(text) <= _ONE_LINE_EVENT and "\\n" not in text:
+        return FlowMap(encoded)
+    return encoded
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def decode_native(document: Mapping[str, Any]) -> Cassette:
+    """The cassette in ``document``, its format version already checked. Raises `FormatProblem`."""
+    _check_keys(document, _TOP_KEYS, "the top level")
+    recorded_paths = _mapping(document.get("recorded_paths", {}), "recorded_paths")
+    for key, value in recorded_paths.items():
+        if key not in RECORDED_PATH_KEYS or not isinstance(value, str) or not os.path.isabs(value):
+            raise FormatProblem(
+                f"recorded_paths.{key}", f"expected {', '.join(RECORDED_PATH_KEYS)}, each an absolute path"
+            )
+    metadata = _mapping(document.get("metadata", {}), "metadata")
+    table = _mapping(document.get("content", {}), "content")
+    for key, value in table.items():
+        _check_data(value, f"content[{key}]")
+    reader = ContentReader(table)
+    raw_interactions = document.get("interactions", [])
+    if not isinstance(raw_interactions, list):
+        raise FormatProblem("interactions", "must be a list")
+    normalizer = normalizer_for(dict(recorded_paths))
+    interactions: list[Interaction] = []
+    for index, raw in enumerate(raw_interactions):
+        where = f"interactions[{index}]"
+        raw = _mapping(raw, where)
+        _check_keys(raw, ("request", "response"), where)
+        request, stored = _decode_request(index, _mapping(raw.get("request"), f"{where}.request"), reader, where)
+        computed = fingerprint(request.method, request.path, request.body, normalizer=normalizer)
+        if stored is not None and stored != computed:
+            raise FormatProblem(
+                where,
+                f"the fingerprint index disagrees with its bodies (stored {stored[:12]}…, computed {computed[:12]}…)",
+                "the request was edited after recording; re-record the cassette, or delete that fingerprint line "
+                "to accept the edit",
+            )
+        response = _decode_response(_mapping(raw.get("response"), f"{where}.response"), f"{where}.response")
+        interactions.append(Interaction(request, response))
+    return Cassette(interactions=interactions, recorded_paths=dict(recorded_paths), metadata=dict(metadata))
+
+
+def _decode_request(
+    index: int, raw: Mapping[str, Any], reader: ContentReader, where: str
+) -> tuple[RecordedRequest, str | None]:
+    where = f"{where}.request"
+    _check_keys(raw, _REQUEST_KEYS, where)
+    method = _str(raw, "method", where)
+    uri = _str(raw, "uri", where)
+    stored = raw.get("fingerprint")
+    if stored is not None and not isinstance(stored, str):
+        raise FormatProblem(f"{where}.fingerprint", "must be a hex string")
+    headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
+    body = raw.get("body")
+    _check_data(body, f"{where}.body")
+    body = reader.decode_body(index, body, f"{where}.body")
+    return RecordedRequest(method=method, uri=uri, headers=headers, body=body), stored
+
+
+def _decode_response(raw: Mapping[str, Any], where: str) -> RecordedResponse:
+    _check_keys(raw, _RESPONSE_KEYS, where)
+    status = raw.get("status")
+    fault = _decode_fault(raw["fault"], f"{where}.fault") if "fault" in raw else None
+    # A connection that failed before any response has no status: 0 marks it.
+    no_response = fault is not None and fault.kind is FaultKind.CONNECTION_FAILED and status == 0
+    if not isinstance(status, int) or isinstance(status, bool) or not (100 <= status <= 599 or no_response):
+        raise FormatProblem(
+            f"{where}.status", f"must be an HTTP status code (0 only with a connection_failed fault), not {status!r}"
+        )
+    headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
+    try:
+        kind = BodyKind(raw.get("kind", "empty"))
+    except ValueError:
+        choices = ", ".join(k.value for k in BodyKind)
+        raise FormatProblem(f"{where}.kind", f"is {raw.get('kind')!r}; expected one of {choices}") from None
+    body: Any = None
+    if kind is BodyKind.SSE:
+        if "body" in raw:
+            raise FormatProblem(where, "an sse response keeps its body as events:, not body:")
+        body = [_decode_event(event, f"{where}.events[{n}]") for n, event in enumerate(_list(raw, "events", where))]
+    else:
+        if "events" in raw:
+            raise FormatProblem(where, f"only an sse response has events:, and this one is {kind.value}")
+        if kind is BodyKind.EMPTY and "body" in raw:
+            raise FormatProblem(where, "an empty response has no body:")
+        body = raw.get("body")
+        _check_data(body, f"{where}.body")
+        if kind in (BodyKind.TEXT, BodyKind.BINARY) and not isinstance(body, str):
+            raise FormatProblem(f"{where}.body", f"a {kind.value} body must be a string")
+    return RecordedResponse(status=status, headers=headers, kind=kind, body=body, fault=fault)
+
+
+def _decode_event(raw: Any, where: str) -> SseEvent:
+    raw = _mapping(raw, where)
+    _check_keys(raw, ("event", "data"), where)
+    name = raw.get("event")
+    if name is not None and not isinstance(name, str):
+        raise FormatProblem(f"{where}.event", "must be a string")
+    data = raw.get("data", "")
+    _check_data(data, f"{where}.data")
+    return SseEvent(name, data)
+
+
+def _decode_fault(raw: Any, where: str) -> RecordedFault:
+    raw = _mapping(raw, where)
+    _check_keys(raw, _FAULT_KEYS, where)
+    try:
+        kind = FaultKind(raw.get("kind"))
+    except ValueError:
+        choices = ", ".join(k.value for k in FaultKind)
+        raise FormatProblem(f"{where}.kind", f"is {raw.get('kind')!r}; expected one of {choices}") from None
+    counts: dict[str, int | None] = {}
+    for key in ("after_events", "after_bytes"):
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise FormatProblem(f"{where}.{key}", "must be a non-negative integer")
+        counts[key] = value
+    return RecordedFault(kind=kind, **counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small validators
+
+
+def _check_keys(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise FormatProblem(where, f"unknown key {key!r}; expected keys are {', '.join(allowed)}")
+
+
+def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise FormatProblem(where, f"must be a mapping, not {_type_name(raw)}")
+    return raw
+
+
+def _list(raw: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise FormatProblem(f"{where}.{key}", f"must be a list, not {_type_name(value)}")
+    return value
+
+
+def _str(raw: Mapping[str, Any], key: str, where: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str):
+        raise FormatProblem(f"{where}.{key}", f"must be a string, not {_type_name(value)}")
+    return value
+
+
+def _str_mapping(raw: Any, where: str) -> dict[str, str]:
+    mapping = _mapping(raw, where)
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        raise FormatProblem(where, "must map header names to string values")
+    return dict(mapping)
+
+
+def _check_data(value: Any, where: str) -> None:
+    """JSON data only: what YAML can hold beyond it (bytes, non-string keys) never reaches a body."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            if not all(isinstance(k, str) for k in item):
+                raise FormatProblem(where, "mapping keys in recorded data must be strings")
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif item is not None and not isinstance(item, (str, int, float, bool)):
+            raise FormatProblem(where, f"recorded data holds only JSON values, not {_type_name(item)}")
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__

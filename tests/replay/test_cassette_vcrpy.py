@@ -1,0 +1,342 @@
+"""vcrpy and the native format: plain vcrpy cassettes load, and vcrpy records and plays native cassettes."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+import vcr
+import vcr.serialize
+from vcr.persisters.filesystem import CassetteDecodeError, CassetteNotFoundError
+from vcr.request import Request
+from vcr.serializers import jsonserializer, yamlserializer
+
+from replay.cassette import (
+    FAULT_KEY,
+    AgentReplaySerializer,
+    AtomicPersister,
+    Cassette,
+    CassetteError,
+    CassetteSource,
+    dumps_cassette,
+    interactions_from_vcr,
+    load_cassette,
+    loads_cassette,
+    register_with_vcr,
+)
+from replay.fake import FakeModel
+from replay.interaction import BodyKind, FaultKind, RecordedFault, SseEvent
+from replay.scenario import Scenario, TextBlock, ToolUseBlock, Turn
+from replay.scrub import find_secrets, scrub_vcr_request, scrub_vcr_response
+
+MODEL = "claude-sonnet-4-6"
+KEY = "sk-ant-api03-FakeRecordingKey_0123456789-abcdefghij"
+PROMPT = [{"role": "user", "content": "Read app.py"}]
+
+
+def fake_model() -> FakeModel:
+    return FakeModel(
+        Scenario.from_list(
+            [
+                Turn(content=(TextBlock(text="Reading."), ToolUseBlock(name="Read", input={"path": "app.py"}))),
+                Turn(content=(TextBlock(text="It prints hello."),)),
+            ]
+        )
+    )
+
+
+def mock_transport(model: FakeModel, *, gzip_json: bool = False) -> httpx2.MockTransport:
+    """The fake model behind an httpx2.MockTransport, which vcrpy patches."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        answer = model.respond(request.method, request.url.raw_path.decode(), request.headers, request.read())
+        body = b"".join(answer.chunks)
+        headers = list(answer.headers)
+        if gzip_json and dict(headers)["content-type"] == "application/json":
+            body, headers = gzip.compress(body), [*headers, ("content-encoding", "gzip")]
+        return httpx2.Response(answer.status, headers=headers, content=body)
+
+    return httpx2.MockTransport(handle)
+
+
+@pytest.fixture
+def client_on() -> Iterator[Callable[[httpx2.BaseTransport], anthropic.Anthropic]]:
+    clients: list[anthropic.Anthropic] = []
+
+    def build(transport: httpx2.BaseTransport) -> anthropic.Anthropic:
+        client = anthropic.Anthropic(api_key=KEY, max_retries=0, http_client=httpx2.Client(transport=transport))
+        clients.append(client)
+        return client
+
+    yield build
+    for client in clients:
+        client.close()
+
+
+def run_session(client: anthropic.Anthropic) -> list[str]:
+    """Two turns (streamed, then not) and a count_tokens call; returns what the SDK read."""
+    with client.messages.stream(model=MODEL, max_tokens=256, messages=PROMPT) as stream:
+        first = stream.get_final_message()
+    tool_use = first.content[1]
+    history = [
+        *PROMPT,
+        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "print('hi')"}]},
+    ]
+    second = client.messages.create(model=MODEL, max_tokens=256, messages=history)
+    tokens = client.messages.count_tokens(model=MODEL, messages=history)
+    return [first.content[0].text, tool_use.id, second.content[0].text, str(tokens.input_tokens)]
+
+
+def record_plain(tmp_path: Path, serializer: str, client_on: Any, **options: Any) -> Path:
+    my_vcr = vcr.VCR(serializer=serializer, record_mode="once", **options)
+    path = tmp_path / f"plain.{serializer}"
+    with my_vcr.use_cassette(str(path)):
+        run_session(client_on(mock_transport(fake_model(), gzip_json=True)))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain vcrpy cassettes as input
+
+
+@pytest.mark.parametrize(
+    ("serializer", "source"), [("yaml", CassetteSource.VCRPY_YAML), ("json", CassetteSource.VCRPY_JSON)]
+)
+def test_a_plain_vcrpy_cassette_of_an_sdk_session_loads_as_data(
+    tmp_path: Path, client_on: Any, serializer: str, source: CassetteSource
+) -> None:
+    path = record_plain(tmp_path, serializer, client_on, decode_compressed_response=serializer == "json")
+
+    cassette = load_cassette(path)
+
+    assert cassette.source is source
+    assert [i.request.path for i in cassette.interactions] == [
+        "/v1/messages",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+    ]
+    streamed, created, counted = cassette.interactions
+    assert streamed.request.body["messages"] == PROMPT
+    assert streamed.response.kind is BodyKind.SSE
+    assert streamed.response.body[0].event == "message_start"
+    assert created.request.body["messages"][2]["content"][0]["type"] == "tool_result"
+    assert created.response.kind is BodyKind.JSON
+    assert created.response.body["content"][0]["text"] == "It prints hello."
+    assert "content-encoding" not in created.response.headers
+    assert counted.response.body == {"input_tokens": counted.response.body["input_tokens"]}
+    assert len(set(cassette.fingerprints())) == 3
+
+
+def test_vcrpy_yaml_with_binary_bodies_loads_them(tmp_path: Path) -> None:
+    raw = bytes(range(200, 256))
+    requests = [Request("GET", "https://example.com/blob", None, {"Accept": "*/*"})]
+    responses = [
+        {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["application/octet-stream"]},
+            "body": {"string": raw},
+        }
+    ]
+    text = vcr.serialize.serialize({"requests": requests, "responses": responses}, yamlserializer)
+    assert "!!binary" in text
+
+    cassette = loads_cassette(text, source_name="blob.yaml")
+
+    response = cassette.interactions[0].response
+    assert response.kind is BodyKind.BINARY
+    assert response.body_bytes() == raw
+    assert cassette.interactions[0].request.body is None
+
+
+def test_a_fault_stored_beside_a_vcrpy_response_becomes_a_recorded_fault() -> None:
+    body = b'event: ping\ndata: {"type":"ping"}\n\nevent: message_start\ndata: {"ty'
+    document = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {"method": "POST", "uri": "https://x/v1/messages", "body": "{}", "headers": {}},
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"content-type": ["text/event-stream"]},
+                    "body": {"string": body.decode()},
+                    FAULT_KEY: {"kind": "dropped_connection", "after_events": 1, "after_bytes": None},
+                },
+            }
+        ],
+    }
+
+    response = loads_cassette(json.dumps(document), source_name="c.json").interactions[0].response
+
+    assert response.fault == RecordedFault(kind=FaultKind.DROPPED_CONNECTION, after_events=1)
+    assert response.body == [SseEvent("ping", {"type": "ping"})]
+
+
+def test_vcrpys_in_memory_interactions_convert_with_faults_and_compression() -> None:
+    requests = [
+        Request("POST", "https://x/v1/messages", b'{"messages": []}', {"content-type": "application/json"}),
+        Request("POST", "https://x/v1/messages", b'{"messages": []}', {"content-type": "application/json"}),
+    ]
+    responses = [
+        {
+            "status": {"code": 0, "message": ""},
+            "headers": {},
+            "body": {"string": b""},
+            FAULT_KEY: {"kind": "connection_failed"},
+        },
+        {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["application/json"], "Content-Encoding": ["gzip"]},
+            "body": {"string": gzip.compress(b'{"id": "msg_1"}')},
+        },
+    ]
+
+    failed, answered = interactions_from_vcr(requests, responses)
+
+    assert failed.request.body == {"messages": []}
+    assert (failed.response.status, failed.response.kind) == (0, BodyKind.EMPTY)
+    assert failed.response.fault == RecordedFault(kind=FaultKind.CONNECTION_FAILED)
+    assert (answered.response.kind, answered.response.body) == (BodyKind.JSON, {"id": "msg_1"})
+    assert answered.response.headers == {"content-type": "application/json"}
+    saved = loads_cassette(dumps_cassette(Cassette(interactions=[failed, answered])), source_name="c")
+    assert saved.interactions == [failed, answered]
+
+
+# ---------------------------------------------------------------------------------------------
+# The serializer inside vcrpy's own pipeline
+
+
+def test_the_serializer_round_trips_through_vcrpys_serialize_and_deserialize() -> None:
+    serializer = AgentReplaySerializer(recorded_paths={"workspace": "/srv/ws"})
+    request = Request(
+        "POST",
+        "https://api.anthropic.com/v1/messages",
+        b'{"messages":[{"content":"hi","role":"user"}],"model":"claude-sonnet-4-6"}',
+        {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+    )
+    sse = (
+        b'event: message_start\ndata: {"type":"message_start"}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    response = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {"Content-Type": ["text/event-stream"], "request-id": ["req_1"]},
+        "body": {"string": sse},
+        FAULT_KEY: {"kind": "dropped_connection", "after_events": 1, "after_bytes": None},
+    }
+
+    text = vcr.serialize.serialize({"requests": [request], "responses": [response]}, serializer)
+    requests, responses = vcr.serialize.deserialize(text, serializer)
+
+    assert text.startswith("# agent-replay cassette") and "recorded_paths:\n  workspace: /srv/ws" in text
+    assert KEY not in text
+    assert (requests[0].method, requests[0].uri) == (request.method, request.uri)
+    assert json.loads(requests[0].body) == json.loads(request.body)
+    assert dict(requests[0].headers) == {"content-type": "application/json"}
+    assert responses[0]["body"]["string"] == sse
+    assert responses[0]["status"] == {"code": 200, "message": "OK"}
+    assert responses[0]["headers"] == {"content-type": ["text/event-stream"], "request-id": ["req_1"]}
+    assert responses[0][FAULT_KEY] == {"kind": "dropped_connection", "after_events": 1, "after_bytes": None}
+    assert vcr.serialize.serialize({"requests": requests, "responses": responses}, serializer) == text
+
+
+def test_the_serializer_reads_a_plain_vcrpy_cassette_too() -> None:
+    requests = [Request("GET", "https://example.com/", b"", {})]
+    responses = [{"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": b"hello"}}]
+    plain = vcr.serialize.serialize({"requests": requests, "responses": responses}, jsonserializer)
+
+    loaded_requests, loaded_responses = vcr.serialize.deserialize(plain, AgentReplaySerializer())
+
+    assert loaded_requests[0].uri == "https://example.com/"
+    assert loaded_responses[0]["body"]["string"] == b"hello"
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording and playing with vcrpy
+
+
+def test_vcrpy_records_a_native_cassette_without_the_key_and_plays_it_back(tmp_path: Path, client_on: Any) -> None:
+    my_vcr = vcr.VCR(serializer="agent_replay", record_mode="once")
+    register_with_vcr(my_vcr, recorded_paths={"workspace": str(tmp_path)})
+    path = tmp_path / "session.yaml"
+
+    with my_vcr.use_cassette(str(path)):
+        recorded = run_session(client_on(mock_transport(fake_model(), gzip_json=True)))
+
+    data = path.read_bytes()
+    assert KEY.encode() not in data and b"sk-ant-api03" not in data
+    assert find_secrets(data.decode()) == []
+    assert load_cassette(path).source is CassetteSource.NATIVE
+
+    def unreachable(request: httpx2.Request) -> httpx2.Response:
+        raise AssertionError(f"vcrpy sent {request.url} to the network")
+
+    playback = vcr.VCR(serializer="agent_replay", record_mode="none")
+    register_with_vcr(playback)
+    with playback.use_cassette(str(path)) as cassette:
+        replayed = run_session(client_on(httpx2.MockTransport(unreachable)))
+
+    assert cassette.all_played
+
+    assert replayed == recorded
+
+
+def test_a_plain_vcrpy_recording_with_the_scrub_hooks_holds_no_key(tmp_path: Path, client_on: Any) -> None:
+    path = record_plain(
+        tmp_path, "yaml", client_on, before_record_request=scrub_vcr_request, before_record_response=scrub_vcr_response
+    )
+
+    data = path.read_bytes()
+    assert KEY.encode() not in data
+    assert find_secrets(data.decode()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The persister
+
+
+def test_the_persister_reports_missing_and_empty_cassettes_as_vcrpy_does(tmp_path: Path) -> None:
+    with pytest.raises(CassetteNotFoundError):
+        AtomicPersister.load_cassette(tmp_path / "absent.yaml", AgentReplaySerializer())
+    (tmp_path / "empty.yaml").write_text("\n")
+    with pytest.raises(CassetteNotFoundError):
+        AtomicPersister.load_cassette(tmp_path / "empty.yaml", AgentReplaySerializer())
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(CassetteDecodeError):
+        AtomicPersister.load_cassette(tmp_path / "binary.yaml", AgentReplaySerializer())
+
+
+def test_the_persister_names_the_file_of_a_corrupt_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("agent_replay_cassette: 2\n")
+
+    with pytest.raises(CassetteError, match=rf"^{path} is format version 2"):
+        AtomicPersister.load_cassette(path, AgentReplaySerializer())
+
+
+def test_the_persister_saves_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.yaml"
+    requests = [Request("GET", "https://example.com/", b"", {})]
+    responses = [{"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": b"v1"}}]
+    AtomicPersister.save_cassette(path, {"requests": requests, "responses": responses}, AgentReplaySerializer())
+    before = path.read_bytes()
+
+    def fail(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    responses[0]["body"]["string"] = b"v2"
+    with pytest.raises(CassetteError, match="could not be written"):
+        AtomicPersister.save_cassette(path, {"requests": requests, "responses": responses}, yamlserializer)
+
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+    assert base64.b64encode(b"v1") not in before and b"body: v1" in before
