@@ -499,16 +499,28 @@ def _turn_document(turn: TurnOrFault) -> dict[str, Any]:
             item["usage"] = {f.name: getattr(turn.usage, f.name) for f in dataclasses.fields(turn.usage)}
         return item
     if isinstance(turn, HttpError):
-        item = {"fault": "http_error", "status": turn.status, "error_type": turn.error_type.value,
-                "message": turn.message}
+        item = {
+            "fault": "http_error",
+            "status": turn.status,
+            "error_type": turn.error_type.value,
+            "message": turn.message,
+        }
         if turn.headers:
             item["headers"] = dict(turn.headers)
         return item
     if isinstance(turn, StreamError):
-        return {"fault": "stream_error", "after_events": turn.after_events, "error_type": turn.error_type.value,
-                "message": turn.message, "content": [_block_document(b) for b in turn.content]}
-    return {"fault": "drop_connection", "after_events": turn.after_events,
-            "content": [_block_document(b) for b in turn.content]}
+        return {
+            "fault": "stream_error",
+            "after_events": turn.after_events,
+            "error_type": turn.error_type.value,
+            "message": turn.message,
+            "content": [_block_document(b) for b in turn.content],
+        }
+    return {
+        "fault": "drop_connection",
+        "after_events": turn.after_events,
+        "content": [_block_document(b) for b in turn.content],
+    }
 
 
 def _block_document(block: Block) -> dict[str, Any]:

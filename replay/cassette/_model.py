@@ -61,6 +61,8 @@ class Cassette:
     source: CassetteSource = CassetteSource.NATIVE
     # vcrpy's cassette metadata, kept as it is.
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Fingerprints the loader already computed (to check the stored ones): not computed twice.
+    computed_fingerprints: list[str] | None = field(default=None, repr=False, compare=False)
 
     def normalizer(self) -> Normalizer:
         """The normalizer of the recording: its workspace, session folder and home."""
@@ -68,6 +70,8 @@ class Cassette:
 
     def fingerprints(self) -> list[str]:
         """Each interaction's request fingerprint, under `normalizer`."""
+        if self.computed_fingerprints is not None and len(self.computed_fingerprints) == len(self.interactions):
+            return list(self.computed_fingerprints)
         normalizer = self.normalizer()
         return [
             fingerprint(i.request.method, i.request.path, i.request.body, normalizer=normalizer)

@@ -147,6 +147,7 @@ def decode_native(document: Mapping[str, Any]) -> Cassette:
         raise FormatProblem("interactions", "must be a list")
     normalizer = normalizer_for(dict(recorded_paths))
     interactions: list[Interaction] = []
+    computed_fingerprints: list[str] = []
     for index, raw in enumerate(raw_interactions):
         where = f"interactions[{index}]"
         raw = _mapping(raw, where)
@@ -162,7 +163,13 @@ def decode_native(document: Mapping[str, Any]) -> Cassette:
             )
         response = _decode_response(_mapping(raw.get("response"), f"{where}.response"), f"{where}.response")
         interactions.append(Interaction(request, response))
-    return Cassette(interactions=interactions, recorded_paths=dict(recorded_paths), metadata=dict(metadata))
+        computed_fingerprints.append(computed)
+    return Cassette(
+        interactions=interactions,
+        recorded_paths=dict(recorded_paths),
+        metadata=dict(metadata),
+        computed_fingerprints=computed_fingerprints,
+    )
 
 
 def _decode_request(

@@ -9,14 +9,30 @@ import yaml
 from replay.scenario import Scenario, load_scenario, scenario_to_document
 
 EVERY_KIND = [
-    {"content": [{"thinking": "hm", "signature": "sig"}, {"text": "hi"},
-                 {"tool_use": {"name": "Read", "input": {"file_path": "a"}, "id": "toolu_1"}}],
-     "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 2}},
+    {
+        "content": [
+            {"thinking": "hm", "signature": "sig"},
+            {"text": "hi"},
+            {"tool_use": {"name": "Read", "input": {"file_path": "a"}, "id": "toolu_1"}},
+        ],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 5, "output_tokens": 2},
+    },
     {"content": [{"redacted_thinking": "opaque"}]},
-    {"fault": "http_error", "status": 429, "error_type": "rate_limit_error", "message": "slow",
-     "headers": {"retry-after": "3"}},
-    {"fault": "stream_error", "after_events": 3, "error_type": "overloaded_error", "message": "Overloaded",
-     "content": [{"text": "partial"}]},
+    {
+        "fault": "http_error",
+        "status": 429,
+        "error_type": "rate_limit_error",
+        "message": "slow",
+        "headers": {"retry-after": "3"},
+    },
+    {
+        "fault": "stream_error",
+        "after_events": 3,
+        "error_type": "overloaded_error",
+        "message": "Overloaded",
+        "content": [{"text": "partial"}],
+    },
     {"fault": "drop_connection", "after_events": 2, "content": [{"text": "partial"}]},
 ]
 

@@ -1,0 +1,92 @@
+"""Request fingerprints (DESIGN §4.3): what makes two requests "the same request".
+
+A fingerprint is the SHA-256 of the method, the URL path and the canonical JSON of the body
+(sorted keys, compact) after normalization: the workspace, home and temp paths, UUIDs,
+timestamps and durations become placeholders, so a session recorded in one folder on one day
+replays in another folder on another day. Headers never take part (they vary by machine,
+attempt and SDK version). The body's key order never matters either: the SDK's ``create()``
+and ``stream()`` order keys differently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Normalizer", "canonical_json", "fingerprint"]
+
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])")
+_DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|seconds?)\b")
+# Temp folders of the usual platforms: the folder right under the temp root varies per run.
+_TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/var/folders")
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: the same data always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """Replaces what varies between machines and runs with placeholders. ``roots`` are extra
+    folders (the workspace, the session folder) named by their placeholder."""
+
+    roots: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def for_paths(cls, *, workspace: Path | None = None, session_dir: Path | None = None) -> Normalizer:
+        roots: list[tuple[str, str]] = []
+        for placeholder, path in (("<workspace>", workspace), ("<session>", session_dir)):
+            if path is not None:
+                for variant in {str(path), os.path.realpath(path)}:
+                    roots.append((variant, placeholder))
+        # Longest first, so a workspace inside the temp folder wins over the temp folder.
+        return cls(tuple(sorted(roots, key=lambda r: -len(r[0]))))
+
+    def text(self, text: str) -> str:
+        """``text`` with every varying part replaced by its placeholder."""
+        for path, placeholder in self.roots:
+            if path and path in text:
+                text = text.replace(path, placeholder)
+        home = os.path.expanduser("~")
+        if home not in ("", "/") and home in text:
+            text = text.replace(home, "<home>")
+        text = _temp_paths().sub("<tmp>", text)
+        text = _UUID.sub("<uuid>", text)
+        text = _TIMESTAMP.sub("<timestamp>", text)
+        return _DURATION.sub("<duration>", text)
+
+    def body(self, body: Any) -> str:
+        """The canonical, normalized text of a request body."""
+        if body is None:
+            return ""
+        return self.text(body if isinstance(body, str) else canonical_json(body))
+
+
+def fingerprint(method: str, path: str, body: Any, *, normalizer: Normalizer | None = None) -> str:
+    """The hex SHA-256 that identifies a request for matching."""
+    normalized = (normalizer or Normalizer()).body(body)
+    digest = hashlib.sha256()
+    digest.update(f"{method.upper()} {path}\n".encode())
+    digest.update(normalized.encode("utf-8"))
+    return digest.hexdigest()
+
+
+_TEMP_PATTERN: re.Pattern[str] | None = None
+
+
+def _temp_paths() -> re.Pattern[str]:
+    global _TEMP_PATTERN
+    if _TEMP_PATTERN is None:
+        roots: Iterable[str] = {*_TEMP_ROOTS, tempfile.gettempdir().rstrip("/")}
+        alternatives = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True) if root)
+        _TEMP_PATTERN = re.compile(rf"(?:{alternatives})/[^\s\"'/\\]+")
+    return _TEMP_PATTERN

@@ -1,0 +1,180 @@
+"""What a cassette holds: recorded HTTP interactions, with bodies kept as parsed data.
+
+Requests keep their JSON body as data (so a review diff reads like the request) and responses
+keep server-sent events as a list of ``(event, data)`` pairs. ``RecordedResponse.chunks()``
+turns a response back into the bytes a client reads, one chunk per event, and a recorded fault
+(a connection dropped mid-body) is part of the response, so a replay fails at the same place.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "BodyKind",
+    "FaultKind",
+    "Interaction",
+    "RecordedFault",
+    "RecordedRequest",
+    "RecordedResponse",
+    "SseEvent",
+    "encode_sse_event",
+    "parse_sse",
+]
+
+
+class BodyKind(StrEnum):
+    """How a response body is stored."""
+
+    EMPTY = "empty"
+    SSE = "sse"
+    JSON = "json"
+    TEXT = "text"
+    BINARY = "binary"  # base64 in the file
+
+
+class FaultKind(StrEnum):
+    # The body stopped part-way: the events (or bytes) before the cut arrived.
+    DROPPED_CONNECTION = "dropped_connection"
+    # No response at all (refused, reset, timed out before the status line): status 0.
+    CONNECTION_FAILED = "connection_failed"
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One server-sent event: its name and its data (parsed JSON, or the raw text)."""
+
+    event: str | None
+    data: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedFault:
+    """The connection failed after ``after_events`` complete events (or ``after_bytes`` bytes of
+    a body that is not an event stream)."""
+
+    kind: FaultKind
+    after_events: int | None = None
+    after_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedRequest:
+    """A request as sent (secrets scrubbed, volatile headers dropped)."""
+
+    method: str
+    uri: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    # Parsed JSON when the body is JSON, the text otherwise, None when empty.
+    body: Any = None
+
+    @property
+    def path(self) -> str:
+        parts = urlsplit(self.uri)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def body_bytes(self) -> bytes:
+        if self.body is None:
+            return b""
+        if isinstance(self.body, str):
+            return self.body.encode("utf-8")
+        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedResponse:
+    """A response as received, and the fault that cut it short, if any."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    kind: BodyKind = BodyKind.EMPTY
+    # list[SseEvent] for SSE, the JSON value, the text, or base64 text for binary.
+    body: Any = None
+    fault: RecordedFault | None = None
+
+    def chunks(self) -> list[bytes]:
+        """The body as a client reads it: one chunk per event for an event stream. A fault's
+        cut is applied: only what arrived before it is returned."""
+        if self.kind is BodyKind.SSE:
+            chunks = [encode_sse_event(e) for e in self.body]
+            if self.fault is not None and self.fault.after_events is not None:
+                chunks = chunks[: self.fault.after_events]
+            return chunks
+        data = self.body_bytes()
+        if self.fault is not None and self.fault.after_bytes is not None:
+            data = data[: self.fault.after_bytes]
+        return [data] if data else []
+
+    def body_bytes(self) -> bytes:
+        """The whole body (ignoring any fault)."""
+        if self.kind is BodyKind.EMPTY:
+            return b""
+        if self.kind is BodyKind.SSE:
+            return b"".join(encode_sse_event(e) for e in self.body)
+        if self.kind is BodyKind.JSON:
+            return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if self.kind is BodyKind.TEXT:
+            return str(self.body).encode("utf-8")
+        return base64.b64decode(self.body)
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One request and the response it got."""
+
+    request: RecordedRequest
+    response: RecordedResponse
+
+
+def encode_sse_event(event: SseEvent) -> bytes:
+    """``event: X\\ndata: ...\\n\\n`` — always with the ``event:`` line, which the SDK needs."""
+    data = (
+        event.data if isinstance(event.data, str) else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+    )
+    lines = [f"event: {event.event}"] if event.event is not None else []
+    lines.extend(f"data: {line}" for line in data.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def parse_sse(body: bytes) -> list[SseEvent] | None:
+    """The events of an event-stream body, or None if it does not parse as one. Complete
+    events only: a trailing incomplete event (a cut body) is left out."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    events: list[SseEvent] = []
+    for block in text.replace("\r\n", "\n").split("\n\n")[:-1]:
+        if not block.strip():
+            continue
+        name: str | None = None
+        data_lines: list[str] = []
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                continue
+            key, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if key == "event":
+                name = value
+            elif key == "data":
+                data_lines.append(value)
+            else:
+                return None
+        raw = "\n".join(data_lines)
+        data: Any = raw
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+        # Only objects and arrays are kept as data: re-encoding any other JSON value as data
+        # could change its text (a JSON string would lose its quotes).
+        if isinstance(parsed, (dict, list)):
+            data = parsed
+        events.append(SseEvent(name, data))
+    return events

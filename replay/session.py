@@ -1,0 +1,336 @@
+"""Session bundles (DESIGN §4.1): a recorded session as a folder, and re-executing it.
+
+A bundle holds ``cassette.yaml`` (the HTTP interactions), ``transcript.jsonl`` (what the engine
+wrote, with the folders it ran in replaced by ``<workspace>`` and ``<session>``),
+``session.json`` (model, system prompt, tools, settings, prompts, seed, format version),
+``workspace/`` (the files the tools start from, never changed by a run) and, for a fake-model
+recording, ``scenario.yaml``. Recording and re-execution both run the engine in a temp copy of
+the workspace, so a bundle replays the same from any folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine import (
+    AnthropicModel,
+    EngineSettings,
+    QueryDeps,
+    QueryEngine,
+    QueryResult,
+    TraceEvent,
+    default_tools,
+)
+from replay.fake import FakeModel
+from replay.record import CassetteRecorder, RecordMode
+from replay.scenario import Scenario, load_scenario, scenario_to_document
+from replay.server import FakeModelServer
+
+__all__ = [
+    "SESSION_FORMAT_VERSION",
+    "Bundle",
+    "BundleError",
+    "SessionRun",
+    "SessionSpec",
+    "load_bundle",
+    "record_bundle",
+    "replay_bundle",
+]
+
+SESSION_FORMAT_VERSION = 1
+CASSETTE_FILE = "cassette.yaml"
+TRANSCRIPT_FILE = "transcript.jsonl"
+SESSION_FILE = "session.json"
+SCENARIO_FILE = "scenario.yaml"
+WORKSPACE_DIR = "workspace"
+WORKSPACE_PLACEHOLDER = "<workspace>"
+SESSION_PLACEHOLDER = "<session>"
+# A live recording needs a key; a fake-model one sends this placeholder (scrubbed all the same).
+PLACEHOLDER_KEY = "sk-ant-replay-placeholder"
+# How a cassette recorded against the loopback fake server names it (its port changes every run).
+FAKE_SERVER_BASE_URL = "http://fake-model.invalid"
+
+
+class BundleError(ValueError):
+    """A bundle that cannot be read or written: names the file and the problem."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSpec:
+    """``session.json``: everything needed to run the session again."""
+
+    prompts: tuple[str, ...]
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    tools: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Glob", "Grep")
+    seed: int = 0
+    live: bool = False
+    scenario: str | None = None
+    format_version: int = SESSION_FORMAT_VERSION
+
+    def to_json(self) -> str:
+        settings = dataclasses.asdict(self.settings)
+        document = {
+            "format_version": self.format_version,
+            "model": self.settings.model,
+            "system_prompt": self.settings.system_prompt,
+            "tools": list(self.tools),
+            "prompts": list(self.prompts),
+            "seed": self.seed,
+            "live": self.live,
+            "scenario": self.scenario,
+            "settings": settings,
+        }
+        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, source: Path) -> SessionSpec:
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise BundleError(f"{source} is not valid JSON ({exc}); the bundle is corrupt — re-record it.") from None
+        if not isinstance(document, dict):
+            raise BundleError(f"{source} must hold a JSON object, not {type(document).__name__}.")
+        version = document.get("format_version")
+        if version != SESSION_FORMAT_VERSION:
+            raise BundleError(
+                f"{source} is session format version {version!r}; this replay reads version {SESSION_FORMAT_VERSION}."
+            )
+        try:
+            settings = _settings_from(document.get("settings") or {})
+            prompts = tuple(str(p) for p in document["prompts"])
+            tools = tuple(str(t) for t in document.get("tools") or ())
+            seed = int(document.get("seed", 0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BundleError(f"{source} is missing or has a bad field ({exc}).") from None
+        known = {tool.name for tool in default_tools()}
+        unknown = sorted(set(tools) - known)
+        if unknown:
+            raise BundleError(f"{source} names tools this engine does not have: {', '.join(unknown)}.")
+        if not prompts:
+            raise BundleError(f"{source} has no prompts to submit.")
+        return cls(
+            prompts=prompts,
+            settings=settings,
+            tools=tools,
+            seed=seed,
+            live=bool(document.get("live", False)),
+            scenario=document.get("scenario"),
+        )
+
+
+def _settings_from(values: dict[str, Any]) -> EngineSettings:
+    names = {f.name: f for f in dataclasses.fields(EngineSettings)}
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ValueError(f"unknown settings {', '.join(unknown)}")
+    converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    return EngineSettings(**converted)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle on disk, checked."""
+
+    path: Path
+    spec: SessionSpec
+
+    @property
+    def cassette_path(self) -> Path:
+        return self.path / CASSETTE_FILE
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.path / TRANSCRIPT_FILE
+
+    @property
+    def workspace_path(self) -> Path:
+        return self.path / WORKSPACE_DIR
+
+
+@dataclass(frozen=True)
+class SessionRun:
+    """What running a session produced: the transcript (normalized text), the trace, and one
+    result per prompt."""
+
+    transcript: str
+    trace: list[TraceEvent]
+    results: list[QueryResult]
+    unplayed: list[int] = field(default_factory=list)
+
+
+def load_bundle(path: Path) -> Bundle:
+    """Read and check a bundle folder."""
+    path = Path(path)
+    if not path.is_dir():
+        raise BundleError(f"Bundle {path} does not exist or is not a folder.")
+    for name in (SESSION_FILE, CASSETTE_FILE, TRANSCRIPT_FILE):
+        if not (path / name).is_file():
+            raise BundleError(f"Bundle {path} has no {name}; it is incomplete — re-record it.")
+    if not (path / WORKSPACE_DIR).is_dir():
+        raise BundleError(f"Bundle {path} has no {WORKSPACE_DIR}/ folder, so its tools have nothing to start from.")
+    spec = SessionSpec.from_json((path / SESSION_FILE).read_text(encoding="utf-8"), source=path / SESSION_FILE)
+    return Bundle(path, spec)
+
+
+async def record_bundle(
+    out: Path,
+    *,
+    prompts: Sequence[str],
+    scenario: Scenario | Path | None = None,
+    workspace: Path | None = None,
+    settings: EngineSettings | None = None,
+    seed: int = 0,
+    api_key: str | None = None,
+    base_url: str | None = None,
+) -> Bundle:
+    """Record a session into the bundle folder ``out``: against the fake model serving
+    ``scenario`` on loopback (the real record path, without a key), or, with no scenario, live
+    against the API at ``base_url`` with ``api_key``. The folder is written whole or not at all."""
+    out = Path(out)
+    settings = settings or EngineSettings()
+    scenario_text: str | None = None
+    if isinstance(scenario, Path):
+        scenario_text = scenario.read_text(encoding="utf-8")
+        scenario = load_scenario(scenario)
+    live = scenario is None
+    if live and not api_key:
+        raise BundleError("A live recording needs an API key: set ANTHROPIC_API_KEY (or pass api_key).")
+    spec = SessionSpec(
+        prompts=tuple(prompts),
+        settings=settings,
+        seed=seed,
+        live=live,
+        scenario=SCENARIO_FILE if scenario is not None else None,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        _copy_workspace(workspace, staging / WORKSPACE_DIR)
+        server = FakeModelServer(FakeModel(scenario)) if scenario is not None else None
+        if server is not None:
+            base_url = server.start()
+        try:
+            run = await _run_session(
+                spec,
+                staging / WORKSPACE_DIR,
+                cassette=staging / CASSETTE_FILE,
+                mode=RecordMode.ALL,
+                api_key=api_key or PLACEHOLDER_KEY,
+                base_url=base_url,
+                stored_base_url=(base_url, FAKE_SERVER_BASE_URL) if server is not None and base_url else None,
+            )
+        finally:
+            if server is not None:
+                server.stop()
+        (staging / TRANSCRIPT_FILE).write_text(run.transcript, encoding="utf-8")
+        (staging / SESSION_FILE).write_text(spec.to_json(), encoding="utf-8")
+        if scenario is not None:
+            (staging / SCENARIO_FILE).write_text(scenario_text or _scenario_yaml(scenario), encoding="utf-8")
+        _swap_into_place(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return load_bundle(out)
+
+
+async def replay_bundle(bundle: Bundle | Path, *, strict: bool = True) -> SessionRun:
+    """Re-execute a bundle offline: a fresh engine in a temp copy of its workspace, the tools
+    really running, every model call answered from the cassette."""
+    if not isinstance(bundle, Bundle):
+        bundle = load_bundle(bundle)
+    with tempfile.TemporaryDirectory(prefix="agent-replay-run-") as temp:
+        workspace = Path(temp) / WORKSPACE_DIR
+        _copy_workspace(bundle.workspace_path, workspace)
+        return await _run_session(
+            bundle.spec, workspace, cassette=bundle.cassette_path, mode=RecordMode.NONE, strict=strict
+        )
+
+
+async def _run_session(
+    spec: SessionSpec,
+    workspace: Path,
+    *,
+    cassette: Path,
+    mode: RecordMode,
+    api_key: str = PLACEHOLDER_KEY,
+    base_url: str | None = None,
+    strict: bool = False,
+    stored_base_url: tuple[str, str] | None = None,
+) -> SessionRun:
+    """Run ``spec``'s prompts in a scratch copy of ``workspace`` (so the bundle's own files
+    never change), recording into or replaying from ``cassette``."""
+    with tempfile.TemporaryDirectory(prefix="agent-replay-session-") as temp:
+        run_workspace = Path(temp) / WORKSPACE_DIR
+        shutil.copytree(workspace, run_workspace, symlinks=True)
+        session_dir = Path(temp) / "session"
+        results: list[QueryResult] = []
+        with CassetteRecorder(
+            cassette,
+            mode=mode,
+            workspace=run_workspace,
+            session_dir=session_dir,
+            strict=strict,
+            stored_base_url=stored_base_url,
+        ) as recorder:
+            async with recorder.async_client() as http_client:
+                model = AnthropicModel(http_client=http_client, api_key=api_key, base_url=base_url)
+                deps = (
+                    QueryDeps.live(model)
+                    if spec.live and mode is not RecordMode.NONE
+                    else QueryDeps.deterministic(model, seed=spec.seed)
+                )
+                tools = [tool for tool in default_tools() if tool.name in spec.tools]
+                engine = QueryEngine(
+                    deps=deps, workspace=run_workspace, session_dir=session_dir, settings=spec.settings, tools=tools
+                )
+                for prompt in spec.prompts:
+                    async for item in engine.submit_message(prompt):
+                        if isinstance(item, QueryResult):
+                            results.append(item)
+                engine.close()
+            unplayed = recorder.unplayed()
+        transcript = (session_dir / "transcript.jsonl").read_text(encoding="utf-8")
+        transcript = _normalize_paths(transcript, run_workspace, session_dir)
+        return SessionRun(transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed)
+
+
+def _normalize_paths(text: str, workspace: Path, session_dir: Path) -> str:
+    for path, placeholder in ((workspace, WORKSPACE_PLACEHOLDER), (session_dir, SESSION_PLACEHOLDER)):
+        for variant in {str(path), os.path.realpath(path)}:
+            text = text.replace(json.dumps(variant)[1:-1], placeholder)
+    return text
+
+
+def _copy_workspace(source: Path | None, target: Path) -> None:
+    if source is None:
+        target.mkdir(parents=True)
+        return
+    if not source.is_dir():
+        raise BundleError(f"Workspace {source} does not exist or is not a folder.")
+    shutil.copytree(source, target, symlinks=True)
+
+
+def _swap_into_place(staging: Path, out: Path) -> None:
+    """Replace ``out`` with the finished ``staging`` folder; the old bundle is removed only
+    once the new one is in place."""
+    if out.exists():
+        retired = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, retired)
+        os.replace(staging, out)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        os.replace(staging, out)
+
+
+def _scenario_yaml(scenario: Scenario) -> str:
+    return yaml.safe_dump(scenario_to_document(scenario), sort_keys=False, allow_unicode=True)
