@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z
 _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|seconds?)\b")
 # Temp folders of the usual platforms: the folder right under the temp root varies per run.
 _TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/var/folders")
+_CACHE_FROM = 256  # smaller values are cheaper to normalize than to look up
+_CACHE_LIMIT = 50_000
 
 
 def canonical_json(value: Any) -> str:
@@ -40,6 +42,9 @@ class Normalizer:
     folders (the workspace, the session folder) named by their placeholder."""
 
     roots: tuple[tuple[str, str], ...] = ()
+    # Normalized text of values already seen: an agent loop re-sends its whole history, so
+    # each request brings only a few new messages to normalize.
+    _seen: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def for_paths(cls, *, workspace: Path | None = None, session_dir: Path | None = None) -> Normalizer:
@@ -65,10 +70,35 @@ class Normalizer:
         return _DURATION.sub("<duration>", text)
 
     def body(self, body: Any) -> str:
-        """The canonical, normalized text of a request body."""
+        """The canonical, normalized text of a request body. Equal to normalizing the body's
+        whole canonical JSON: no placeholder pattern reaches across a JSON value's quotes, so a
+        body is normalized value by value (and each large value only once per normalizer)."""
         if body is None:
             return ""
-        return self.text(body if isinstance(body, str) else canonical_json(body))
+        if isinstance(body, str):
+            return self.text(body)
+        if not isinstance(body, dict):
+            return self.text(canonical_json(body))
+        parts = []
+        for key in sorted(body):
+            value = body[key]
+            if isinstance(value, list) and key == "messages":
+                text = "[" + ",".join(self._value(item) for item in value) + "]"
+            else:
+                text = self._value(value)
+            parts.append(f"{canonical_json(key)}:{text}")
+        return "{" + ",".join(parts) + "}"
+
+    def _value(self, value: Any) -> str:
+        raw = canonical_json(value)
+        if len(raw) < _CACHE_FROM:
+            return self.text(raw)
+        normalized = self._seen.get(raw)
+        if normalized is None:
+            if len(self._seen) >= _CACHE_LIMIT:
+                self._seen.clear()
+            normalized = self._seen[raw] = self.text(raw)
+        return normalized
 
 
 def fingerprint(method: str, path: str, body: Any, *, normalizer: Normalizer | None = None) -> str:

@@ -35,7 +35,9 @@ async def ask(recorder: CassetteRecorder, base_url: str | None, question: str, *
 
 def test_record_modes_are_validated_with_a_clear_error() -> None:
     assert parse_record_mode("new_episodes") is RecordMode.NEW_EPISODES
-    with pytest.raises(RecordModeError, match=r"^Record mode 'sometimes' is not one of none, once, new_episodes, all\.$"):
+    with pytest.raises(
+        RecordModeError, match=r"^Record mode 'sometimes' is not one of none, once, new_episodes, all\.$"
+    ):
         parse_record_mode("sometimes")
 
 
@@ -96,8 +98,10 @@ async def test_count_tokens_calls_are_recorded_like_any_other(tmp_path: Path) ->
 
 async def test_compaction_requests_are_recorded_in_order(tmp_path: Path) -> None:
     turns = [
-        {"content": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
-         "usage": {"input_tokens": 7_000, "output_tokens": 5}},
+        {
+            "content": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}],
+            "usage": {"input_tokens": 7_000, "output_tokens": 5},
+        },
         {"content": [{"text": "Summary: listed files."}]},
         {"content": [{"text": "Done."}]},
     ]
@@ -109,8 +113,12 @@ async def test_compaction_requests_are_recorded_in_order(tmp_path: Path) -> None
         with CassetteRecorder(path, mode="all", workspace=workspace) as recorder:
             async with recorder.async_client() as http_client:
                 model = AnthropicModel(http_client=http_client, base_url=server.url)
-                engine = QueryEngine(deps=QueryDeps.deterministic(model), workspace=workspace,
-                                     session_dir=tmp_path / "s", settings=settings)
+                engine = QueryEngine(
+                    deps=QueryDeps.deterministic(model),
+                    workspace=workspace,
+                    session_dir=tmp_path / "s",
+                    settings=settings,
+                )
                 async for _ in engine.submit_message("list"):
                     pass
     interactions = load_cassette(path).interactions
@@ -136,10 +144,13 @@ async def test_a_plain_vcrpy_cassette_of_an_sdk_session_replays_through_the_tran
     with FakeModelServer(FakeModel(scenario("recorded by vcrpy"))) as server:
         with vcr.VCR(record_mode="all").use_cassette(str(path)):
             async with httpx2.AsyncClient() as http_client:
-                client = anthropic.AsyncAnthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0,
-                                                  http_client=http_client)
+                client = anthropic.AsyncAnthropic(
+                    api_key="sk-ant-test", base_url=server.url, max_retries=0, http_client=http_client
+                )
                 stream = await client.messages.create(
-                    model="claude-sonnet-4-6", max_tokens=100, messages=[{"role": "user", "content": "hi"}],
+                    model="claude-sonnet-4-6",
+                    max_tokens=100,
+                    messages=[{"role": "user", "content": "hi"}],
                     stream=True,
                 )
                 async for _ in stream:
@@ -147,8 +158,9 @@ async def test_a_plain_vcrpy_cassette_of_an_sdk_session_replays_through_the_tran
     assert "interactions:" in path.read_text()  # vcrpy's own YAML
 
     player = CassettePlayer.from_cassette(load_cassette(path))
-    client = anthropic.AsyncAnthropic(api_key="sk-ant-test", max_retries=0,
-                                      http_client=httpx2.AsyncClient(transport=CassetteTransport(player)))
+    client = anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", max_retries=0, http_client=httpx2.AsyncClient(transport=CassetteTransport(player))
+    )
     stream = await client.messages.create(
         model="claude-sonnet-4-6", max_tokens=100, messages=[{"role": "user", "content": "hi"}], stream=True
     )

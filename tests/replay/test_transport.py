@@ -32,8 +32,11 @@ URI = "https://api.anthropic.com/v1/messages"
 
 
 def body(text: str, *, stream: bool = True) -> dict[str, Any]:
-    request: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 100,
-                               "messages": [{"role": "user", "content": text}]}
+    request: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": text}],
+    }
     if stream:
         request["stream"] = True
     return request
@@ -41,17 +44,39 @@ def body(text: str, *, stream: bool = True) -> dict[str, Any]:
 
 def sse_answer(text: str) -> list[SseEvent]:
     return [
-        SseEvent("message_start", {"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}}),
-        SseEvent("content_block_start", {"type": "content_block_start", "index": 0,
-                                         "content_block": {"type": "text", "text": ""}}),
-        SseEvent("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                         "delta": {"type": "text_delta", "text": text}}),
+        SseEvent(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-6",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 1},
+                },
+            },
+        ),
+        SseEvent(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        SseEvent(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        ),
         SseEvent("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        SseEvent("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
-                                                                      "stop_sequence": None},
-                                   "usage": {"output_tokens": 2}}),
+        SseEvent(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 2},
+            },
+        ),
         SseEvent("message_stop", {"type": "message_stop"}),
     ]
 
@@ -59,14 +84,20 @@ def sse_answer(text: str) -> list[SseEvent]:
 def answer(question: str, text: str, *, fault: RecordedFault | None = None, status: int = 200) -> Interaction:
     return Interaction(
         RecordedRequest(method="POST", uri=URI, body=body(question)),
-        RecordedResponse(status=status, headers={"content-type": "text/event-stream"}, kind=BodyKind.SSE,
-                         body=sse_answer(text), fault=fault),
+        RecordedResponse(
+            status=status,
+            headers={"content-type": "text/event-stream"},
+            kind=BodyKind.SSE,
+            body=sse_answer(text),
+            fault=fault,
+        ),
     )
 
 
 def client_for(player: CassettePlayer) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(api_key="sk-ant-test", max_retries=0,
-                                    http_client=httpx2.AsyncClient(transport=CassetteTransport(player)))
+    return anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", max_retries=0, http_client=httpx2.AsyncClient(transport=CassetteTransport(player))
+    )
 
 
 async def ask(client: anthropic.AsyncAnthropic, question: str) -> str:
@@ -91,7 +122,9 @@ async def test_identical_requests_play_in_recorded_order() -> None:
 
 async def test_key_order_in_the_body_does_not_matter() -> None:
     player = CassettePlayer([answer("hi", "hello")])
-    reordered = b'{"stream":true,"messages":[{"content":"hi","role":"user"}],"max_tokens":100,"model":"claude-sonnet-4-6"}'
+    reordered = (
+        b'{"stream":true,"messages":[{"content":"hi","role":"user"}],"max_tokens":100,"model":"claude-sonnet-4-6"}'
+    )
     assert player.match("POST", "/v1/messages", reordered).response.status == 200
 
 
@@ -107,8 +140,10 @@ async def test_a_recorded_dropped_connection_drops_at_the_same_event() -> None:
 
 
 async def test_a_recorded_connection_failure_fails_before_any_response() -> None:
-    failed = Interaction(RecordedRequest(method="POST", uri=URI, body=body("hi")),
-                         RecordedResponse(status=0, fault=RecordedFault(kind=FaultKind.CONNECTION_FAILED)))
+    failed = Interaction(
+        RecordedRequest(method="POST", uri=URI, body=body("hi")),
+        RecordedResponse(status=0, fault=RecordedFault(kind=FaultKind.CONNECTION_FAILED)),
+    )
     client = client_for(CassettePlayer([failed]))
     with pytest.raises(anthropic.APIConnectionError) as caught:
         await ask(client, "hi")
@@ -118,8 +153,12 @@ async def test_a_recorded_connection_failure_fails_before_any_response() -> None
 async def test_a_miss_names_the_request_shows_the_nearest_with_a_diff_and_says_how_to_rerecord() -> None:
     player = CassettePlayer([answer("what is in notes.md?", "hello")], name="cassettes/demo/cassette.yaml")
     with pytest.raises(CassetteMismatchError) as caught:
-        player.match("POST", "/v1/messages", b'{"model":"claude-sonnet-4-6","max_tokens":100,"stream":true,'
-                                             b'"messages":[{"role":"user","content":"what is in todo.md?"}]}')
+        player.match(
+            "POST",
+            "/v1/messages",
+            b'{"model":"claude-sonnet-4-6","max_tokens":100,"stream":true,'
+            b'"messages":[{"role":"user","content":"what is in todo.md?"}]}',
+        )
     message = str(caught.value)
     assert message.startswith("No recorded interaction matches request 1: POST /v1/messages (fingerprint ")
     assert "in cassettes/demo/cassette.yaml." in message
@@ -170,8 +209,11 @@ async def test_a_live_key_in_a_body_still_matches_its_scrubbed_recording(tmp_pat
 
 
 def test_the_sync_transport_serves_the_sync_sdk() -> None:
-    client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0, http_client=httpx2.Client(
-        transport=SyncCassetteTransport(CassettePlayer([answer("hi", "hello")]))))
+    client = anthropic.Anthropic(
+        api_key="sk-ant-test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=SyncCassetteTransport(CassettePlayer([answer("hi", "hello")]))),
+    )
     with client.messages.stream(**body("hi", stream=False)) as stream:
         assert stream.get_final_text() == "hello"
 

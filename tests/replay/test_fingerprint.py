@@ -1,0 +1,67 @@
+"""Request fingerprints: what counts as the same request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.fingerprint import Normalizer, canonical_json, fingerprint
+
+BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_key_order_does_not_change_the_fingerprint() -> None:
+    reordered = {"messages": BODY["messages"], "max_tokens": 100, "model": "claude-sonnet-4-6"}
+    assert fingerprint("POST", "/v1/messages", BODY) == fingerprint("post", "/v1/messages", reordered)
+
+
+def test_method_path_and_body_each_change_it() -> None:
+    base = fingerprint("POST", "/v1/messages", BODY)
+    assert fingerprint("GET", "/v1/messages", BODY) != base
+    assert fingerprint("POST", "/v1/messages/count_tokens", BODY) != base
+    assert fingerprint("POST", "/v1/messages", {**BODY, "max_tokens": 101}) != base
+
+
+def with_text(text: str) -> dict[str, Any]:
+    return {**BODY, "messages": [{"role": "user", "content": text}]}
+
+
+def test_uuids_timestamps_and_durations_are_placeholders() -> None:
+    one = with_text("id 3f2b8c1e-1111-4aaa-8bbb-0123456789ab at 2026-01-01T10:00:00.123Z took 12ms")
+    two = with_text("id 9a7d6e5f-2222-4ccc-9ddd-abcdefabcdef at 2027-06-30T23:59:59Z took 1.5 s")
+    assert fingerprint("POST", "/v1/messages", one) == fingerprint("POST", "/v1/messages", two)
+
+
+def test_the_workspace_and_temp_folders_are_placeholders(tmp_path: Path) -> None:
+    first = Normalizer.for_paths(workspace=tmp_path / "a" / "workspace")
+    second = Normalizer.for_paths(workspace=Path("/home/someone/projects/ws"))
+    one = with_text(f"cat {tmp_path / 'a' / 'workspace'}/notes.md")
+    two = with_text("cat /home/someone/projects/ws/notes.md")
+    assert fingerprint("POST", "/p", one, normalizer=first) == fingerprint("POST", "/p", two, normalizer=second)
+    assert Normalizer().text("/tmp/tmpab12cd/x.txt") == "<tmp>/x.txt"
+
+
+def test_different_words_are_different_requests() -> None:
+    assert fingerprint("POST", "/p", with_text("read notes.md")) != fingerprint("POST", "/p", with_text("read todo.md"))
+
+
+texts = st.text(alphabet=st.sampled_from(list('ab12 -:.Tsm/"{}ZT0x')), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(texts, max_size=6), texts, st.dictionaries(st.sampled_from(["system", "x", "tools"]), texts))
+def test_normalizing_a_body_value_by_value_equals_normalizing_its_whole_text(
+    messages: list[str], system: str, extra: dict[str, str]
+) -> None:
+    body = {
+        **extra,
+        "model": "m",
+        "messages": [{"role": "user", "content": m * 20} for m in messages],
+        "system": system * 30,
+    }
+    normalizer = Normalizer.for_paths(workspace=Path("/w/s"))
+    assert normalizer.body(body) == normalizer.text(canonical_json(body))
+    assert normalizer.body(body) == normalizer.body(body)  # and the cache changes nothing
