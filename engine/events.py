@@ -71,7 +71,9 @@ class TraceEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "turn": self.turn, **self.data}
+        # The event's own kind and turn win over any same-named key of its data.
+        data = {k: v for k, v in self.data.items() if k not in ("kind", "turn")}
+        return {"kind": self.kind.value, "turn": self.turn, **data}
 
     @classmethod
     def pass_start(cls, turn: int, transition: Transition | None, *, attempt: int | None = None) -> TraceEvent:

@@ -130,7 +130,7 @@ class ModelCall:
                 yield TraceEvent(
                     TraceKind.FALLBACK,
                     turn,
-                    {"kind": FallbackKind.STREAMING.value, "error": error.kind.value, "tombstoned": len(partial_ids)},
+                    {"fallback": FallbackKind.STREAMING.value, "error": error.kind.value, "tombstoned": len(partial_ids)},
                 )
                 for item in self._abandon_attempt(STREAMING_FALLBACK_RESULT):
                     yield item
@@ -158,7 +158,7 @@ class ModelCall:
                     TraceKind.FALLBACK,
                     turn,
                     {
-                        "kind": FallbackKind.MODEL.value,
+                        "fallback": FallbackKind.MODEL.value,
                         "from": previous,
                         "to": self.model,
                         "tombstoned": len(partial_ids),

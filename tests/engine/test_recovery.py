@@ -342,7 +342,7 @@ async def test_three_overloads_switch_to_the_fallback_model(session_root: Path) 
     warning = next(m for m in session.outputs if isinstance(m, SystemMessage) and m.subtype.value == "warning")
     assert warning.content == "Switched to claude-haiku-4-5 due to high demand for claude-sonnet-4-6"
     fallback = session.trace(TraceKind.FALLBACK)[0].data
-    assert fallback["kind"] == "model" and fallback["to"] == "claude-haiku-4-5"
+    assert fallback["fallback"] == "model" and fallback["to"] == "claude-haiku-4-5"
     assert result.result == "Done."
 
 
@@ -381,7 +381,7 @@ async def test_a_dropped_stream_tombstones_the_partial_answer_and_retries_withou
     partial = [o for o in session.outputs if isinstance(o, AssistantMessage) and "partial" in str(o.content)]
     assert [t.target_uuid for t in tombstones] == [m.uuid for m in partial] and partial
     assert result.result == "Done."
-    assert session.trace(TraceKind.FALLBACK)[0].data["kind"] == "streaming"
+    assert session.trace(TraceKind.FALLBACK)[0].data["fallback"] == "streaming"
     assert all(m.uuid not in {t.target_uuid for t in tombstones} for m in session.engine.mutable_messages)
 
 
