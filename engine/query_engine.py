@@ -247,6 +247,7 @@ class QueryEngine:
                     "boundary": result.boundary.uuid,
                     "tokens_before": result.pre_tokens,
                     "tokens_after": result.post_tokens,
+                    "summary_requests": result.summary_requests,
                 },
             )
         )

@@ -129,7 +129,10 @@ class ContextShaping:
                     return
                 self.tracking = self.tracking.failed()
                 yield self._event(
-                    CompactionTier.AUTOCOMPACT, failed=str(exc), consecutive_failures=self.tracking.consecutive_failures
+                    CompactionTier.AUTOCOMPACT,
+                    failed=str(exc),
+                    consecutive_failures=self.tracking.consecutive_failures,
+                    summary_requests=exc.summary_requests,
                 )
                 return
             for message in result.messages:
@@ -180,7 +183,11 @@ class ReactiveCompact:
             )
         except CompactionError as exc:
             self.failure = harness_failure(exc)
-            yield TraceEvent(TraceKind.COMPACTION, self._turn, {**data, "failed": str(exc)})
+            yield TraceEvent(
+                TraceKind.COMPACTION,
+                self._turn,
+                {**data, "failed": str(exc), "summary_requests": exc.summary_requests},
+            )
             return
         for message in result.messages:
             yield message

@@ -10,7 +10,6 @@ from replay.cassette import (
     register_with_vcr,
     save_cassette,
 )
-
 from replay.fake import (
     FakeModel,
     FakeModelError,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import json
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -26,10 +27,18 @@ import vcr
 from vcr.request import Request as VcrRequest
 
 from replay.cassette import Cassette, interactions_from_vcr, load_cassette, save_cassette
+from replay.fingerprint import Normalizer, fingerprint
 from replay.interaction import Interaction, encode_sse_event, parse_sse
 from replay.placeholders import path_replacements, replace_paths
-from replay.scrub import scrub_vcr_request, scrub_vcr_response
-from replay.transport import CassetteMismatchError, CassettePlayer, CassetteTransport, replay_response, request_path
+from replay.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
+from replay.transport import (
+    CassetteMismatchError,
+    CassettePlayer,
+    CassetteTransport,
+    LoggedRequest,
+    replay_response,
+    request_path,
+)
 
 __all__ = ["CassetteNotFoundError", "CassetteRecorder", "RecordMode", "RecordModeError", "parse_record_mode"]
 
@@ -103,6 +112,8 @@ class CassetteRecorder:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._collected: dict[str, Any] | None = None
         self._clients: list[httpx2.AsyncClient] = []
+        # Every request of the session in order, answered from the cassette or recorded.
+        self.request_log: list[LoggedRequest] = []
 
     @property
     def recording(self) -> bool:
@@ -121,6 +132,8 @@ class CassetteRecorder:
             self.player = CassettePlayer.from_cassette(
                 self._existing, workspace=self.workspace, session_dir=self.session_dir, strict=self.strict
             )
+            if self.mode is not RecordMode.NEW_EPISODES:
+                self.request_log = self.player.log
         if self.mode is RecordMode.NEW_EPISODES or self.mode is RecordMode.ALL or not exists:
             self._start_vcr()
         return self
@@ -143,7 +156,12 @@ class CassetteRecorder:
         """An ``httpx2.AsyncClient`` for ``AnthropicModel(http_client=...)``."""
         transport: httpx2.AsyncBaseTransport
         if self.recording:
-            transport = RecordingTransport(self.player, self._vcr_cassette)
+            transport = RecordingTransport(
+                self.player,
+                self._vcr_cassette,
+                normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
+                log=self.request_log,
+            )
         else:
             assert self.player is not None
             transport = CassetteTransport(self.player)
@@ -213,22 +231,34 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
     HTTP, where vcrpy records it; faults below vcrpy are recorded here."""
 
     def __init__(
-        self, player: CassettePlayer | None, vcr_cassette: Any, inner: httpx2.AsyncHTTPTransport | None = None
-    ):
+        self,
+        player: CassettePlayer | None,
+        vcr_cassette: Any,
+        inner: httpx2.AsyncHTTPTransport | None = None,
+        *,
+        normalizer: Normalizer | None = None,
+        log: list[LoggedRequest] | None = None,
+    ) -> None:
         self.player = player
+        self._normalizer = normalizer or Normalizer()
+        self.log: list[LoggedRequest] = log if log is not None else []
         self._vcr_cassette = vcr_cassette
         self.inner = inner or httpx2.AsyncHTTPTransport()
         self.inner._pool = _CapturingPool(self.inner._pool)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
+        path = request_path(request)
         if self.player is not None:
             try:
-                interaction = self.player.match(request.method, request_path(request), body)
+                interaction = self.player.match(request.method, path, body)
             except CassetteMismatchError:
                 pass  # a new episode: record it
             else:
+                self.log.append(self.player.log[-1])
                 return replay_response(interaction, request, sync=False)
+        key = fingerprint(request.method, path, _parse_json(scrub_bytes(body)), normalizer=self._normalizer)
+        self.log.append(LoggedRequest(path, key))
         capture = _Capture()
         token = _CAPTURE.set(capture)
         try:
@@ -314,6 +344,15 @@ class _BrokenStream(httpx2.AsyncByteStream):
         for chunk in self._chunks:
             yield chunk
         raise self._error
+
+
+def _parse_json(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
 
 
 def _is_event_stream(headers: list[tuple[str, str]]) -> bool:

@@ -35,6 +35,8 @@ from replay.fake import FakeModel
 from replay.record import CassetteRecorder, RecordMode
 from replay.scenario import Scenario, load_scenario, scenario_to_document
 from replay.server import FakeModelServer
+from replay.trace import BehaviourTrace, extract_trace, render_text
+from replay.transport import LoggedRequest
 
 __all__ = [
     "SESSION_FORMAT_VERSION",
@@ -52,6 +54,8 @@ CASSETTE_FILE = "cassette.yaml"
 TRANSCRIPT_FILE = "transcript.jsonl"
 SESSION_FILE = "session.json"
 SCENARIO_FILE = "scenario.yaml"
+TRACE_JSON_FILE = "trace.json"
+TRACE_TEXT_FILE = "trace.txt"
 WORKSPACE_DIR = "workspace"
 WORKSPACE_PLACEHOLDER = "<workspace>"
 SESSION_PLACEHOLDER = "<session>"
@@ -156,6 +160,16 @@ class Bundle:
     def workspace_path(self) -> Path:
         return self.path / WORKSPACE_DIR
 
+    def recorded_trace(self) -> BehaviourTrace | None:
+        """The behaviour recorded with the bundle (``trace.json``), if it has one."""
+        path = self.path / TRACE_JSON_FILE
+        if not path.is_file():
+            return None
+        try:
+            return BehaviourTrace.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BundleError(f"{path} is not a readable behaviour trace ({exc}); re-record the bundle.") from None
+
 
 @dataclass(frozen=True)
 class SessionRun:
@@ -166,6 +180,12 @@ class SessionRun:
     trace: list[TraceEvent]
     results: list[QueryResult]
     unplayed: list[int] = field(default_factory=list)
+    # Every request in order, with its fingerprint (and whether the cassette had it).
+    requests: list[LoggedRequest] = field(default_factory=list)
+
+    def behaviour(self, session: str, prompts: Sequence[str]) -> BehaviourTrace:
+        """The behaviour trace of this run."""
+        return extract_trace(session, prompts, self.trace, self.requests)
 
 
 def load_bundle(path: Path) -> Bundle:
@@ -233,6 +253,9 @@ async def record_bundle(
             if server is not None:
                 server.stop()
         (staging / TRANSCRIPT_FILE).write_text(run.transcript, encoding="utf-8")
+        behaviour = run.behaviour(out.name, spec.prompts)
+        (staging / TRACE_JSON_FILE).write_text(behaviour.dumps(), encoding="utf-8")
+        (staging / TRACE_TEXT_FILE).write_text(render_text(behaviour), encoding="utf-8")
         (staging / SESSION_FILE).write_text(spec.to_json(), encoding="utf-8")
         if scenario is not None:
             (staging / SCENARIO_FILE).write_text(scenario_text or _scenario_yaml(scenario), encoding="utf-8")
@@ -299,9 +322,12 @@ async def _run_session(
                             results.append(item)
                 engine.close()
             unplayed = recorder.unplayed()
+            requests = list(recorder.request_log)
         transcript = (session_dir / "transcript.jsonl").read_text(encoding="utf-8")
         transcript = _normalize_paths(transcript, run_workspace, session_dir)
-        return SessionRun(transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed)
+        return SessionRun(
+            transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed, requests=requests
+        )
 
 
 def _normalize_paths(text: str, workspace: Path, session_dir: Path) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "CassetteMismatchError",
     "CassettePlayer",
     "CassetteTransport",
+    "LoggedRequest",
     "SyncCassetteTransport",
     "UnplayedInteractionsError",
     "replay_response",
@@ -51,6 +52,16 @@ class CassetteMismatchError(Exception):
 
 class UnplayedInteractionsError(Exception):
     """Strict mode: recorded interactions that no request asked for."""
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """A request the transport saw, in order: its path, its fingerprint, and whether the
+    cassette answered it (the behaviour trace lists these per pass)."""
+
+    path: str
+    fingerprint: str
+    matched: bool = True
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,7 @@ class CassettePlayer:
             self._queues.setdefault(recorded.fingerprint, deque()).append(recorded)
         self._played = [False] * len(self._recorded)
         self._requests = 0
+        self.log: list[LoggedRequest] = []
 
     @classmethod
     def from_cassette(
@@ -114,10 +126,16 @@ class CassettePlayer:
         key = fingerprint(method, path, parsed, normalizer=self._normalizer)
         queue = self._queues.get(key)
         if not queue:
+            self.log.append(LoggedRequest(path, key, matched=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
+        self.log.append(LoggedRequest(path, key))
         recorded = queue.popleft()
         self._played[recorded.index] = True
         return recorded.interaction
+
+    def fingerprint_of(self, method: str, path: str, body: bytes) -> str:
+        """The fingerprint this player gives a live request."""
+        return fingerprint(method, path, _parse_body(scrub_bytes(body)), normalizer=self._normalizer)
 
     def unplayed(self) -> list[int]:
         """Indexes of the recorded interactions no request has asked for yet."""

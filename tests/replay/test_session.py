@@ -21,7 +21,13 @@ async def recorded(tmp_path: Path) -> Path:
 async def test_a_bundle_holds_cassette_transcript_session_workspace_and_scenario(tmp_path: Path) -> None:
     bundle = await recorded(tmp_path)
     assert sorted(p.name for p in bundle.iterdir()) == [
-        "cassette.yaml", "scenario.yaml", "session.json", "transcript.jsonl", "workspace",
+        "cassette.yaml",
+        "scenario.yaml",
+        "session.json",
+        "trace.json",
+        "trace.txt",
+        "transcript.jsonl",
+        "workspace",
     ]
     session = json.loads((bundle / "session.json").read_text())
     assert session["format_version"] == 1 and session["prompts"] == ["hi"] and session["seed"] == 0
