@@ -24,9 +24,12 @@ import httpx2
 from replay.cassette import Cassette
 from replay.fingerprint import Normalizer, canonical_json, fingerprint
 from replay.interaction import FaultKind, Interaction, RecordedResponse
+from replay.jsondiff import differing_paths
 from replay.scrub import scrub_bytes
 
 __all__ = [
+    "DROPPED_CONNECTION_MESSAGE",
+    "RERECORD_HINT",
     "CassetteMismatchError",
     "CassettePlayer",
     "CassetteTransport",
@@ -168,7 +171,7 @@ class CassettePlayer:
                 played = "played" if self._played[recorded.index] else "not played yet"
                 recorded_body = recorded.interaction.request.body
                 recorded_text = _pretty(Normalizer().body(recorded_body))
-                paths = _differing_paths(recorded_body, body)
+                paths = differing_paths(recorded_body, body)
                 where = f" — differs at {', '.join(paths)}" if paths else " — differs only in normalized text"
                 lines.append(f"  #{recorded.index + 1} {self._describe(recorded.interaction)} ({played}){where}")
                 diff = list(
@@ -200,7 +203,7 @@ class CassettePlayer:
         ranked = sorted(
             candidates[:500],
             key=lambda r: (
-                len(_differing_paths(r.interaction.request.body, body, limit=50)),
+                len(differing_paths(r.interaction.request.body, body, limit=50)),
                 abs(len(canonical_json(r.interaction.request.body)) - size),
             ),
         )
@@ -302,34 +305,3 @@ def _pretty(text: str) -> str:
         return json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False)
     except ValueError:
         return text
-
-
-def _differing_paths(recorded: Any, live: Any, *, limit: int = 6, prefix: str = "") -> list[str]:
-    """JSON paths where two bodies differ, shallowest first (at most ``limit``)."""
-    found: list[str] = []
-
-    def walk(a: Any, b: Any, where: str) -> None:
-        if len(found) >= limit:
-            return
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in sorted(set(a) | set(b)):
-                sub = f"{where}.{key}" if where else str(key)
-                if key not in a or key not in b:
-                    found.append(sub)
-                else:
-                    walk(a[key], b[key], sub)
-                if len(found) >= limit:
-                    return
-        elif isinstance(a, list) and isinstance(b, list):
-            for index in range(max(len(a), len(b))):
-                if index >= len(a) or index >= len(b):
-                    found.append(f"{where}[{index}]")
-                    return
-                walk(a[index], b[index], f"{where}[{index}]")
-                if len(found) >= limit:
-                    return
-        elif a != b:
-            found.append(where or "(body)")
-
-    walk(recorded, live, prefix)
-    return found
