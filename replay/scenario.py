@@ -220,9 +220,14 @@ class Scenario:
     turns: tuple[TurnOrFault, ...]
     model: str | None = None
     name: str | None = None
+    # What to submit and how to set the engine up when this script is recorded as a bundle.
+    prompts: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "turns", tuple(self.turns))
+        object.__setattr__(self, "prompts", tuple(self.prompts))
+        object.__setattr__(self, "settings", dict(self.settings))
         for number, turn in enumerate(self.turns, start=1):
             with _located(f"turn {number}"):
                 if not isinstance(turn, TurnOrFault):
@@ -262,7 +267,7 @@ def load_scenario(path: str | PathLike[str]) -> Scenario:
 # ---------------------------------------------------------------------------------------------
 # Parsing the YAML shape
 
-_TOP_KEYS: Final = ("version", "name", "model", "turns")
+_TOP_KEYS: Final = ("version", "name", "model", "prompts", "settings", "turns")
 _TURN_KEYS: Final = ("content", "stop_reason", "usage")
 _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _BLOCK_KINDS: Final = ("text", "tool_use", "thinking", "redacted_thinking")
@@ -285,7 +290,16 @@ def _parse_document(document: object) -> Scenario:
     turns = _required(top, "turns")
     if not isinstance(turns, list):
         raise ScenarioError(f"'turns' must be a list, not {_type_name(turns)}.")
-    return Scenario.from_list(turns, model=model, name=name)
+    prompts = top.get("prompts", [])
+    if not isinstance(prompts, list) or not all(isinstance(p, str) and p.strip() for p in prompts):
+        raise ScenarioError("'prompts' must be a list of non-empty strings (the prompts to submit, in order).")
+    settings = top.get("settings", {})
+    if not isinstance(settings, Mapping) or not all(isinstance(k, str) for k in settings):
+        raise ScenarioError(
+            f"'settings' must be a mapping of engine setting names to values, not {_type_name(settings)}."
+        )
+    scenario = Scenario.from_list(turns, model=model, name=name)
+    return dataclasses.replace(scenario, prompts=tuple(prompts), settings=dict(settings))
 
 
 def _parse_turn_or_fault(item: object) -> TurnOrFault:
@@ -486,6 +500,10 @@ def scenario_to_document(scenario: Scenario) -> dict[str, Any]:
         document["name"] = scenario.name
     if scenario.model is not None:
         document["model"] = scenario.model
+    if scenario.prompts:
+        document["prompts"] = list(scenario.prompts)
+    if scenario.settings:
+        document["settings"] = dict(scenario.settings)
     document["turns"] = [_turn_document(turn) for turn in scenario.turns]
     return document
 

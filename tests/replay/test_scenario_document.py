@@ -48,3 +48,24 @@ def test_the_bundled_demo_round_trips() -> None:
     demo = load_scenario(Path(__file__).resolve().parents[2] / "cassettes" / "demo" / "scenario.yaml")
     document = scenario_to_document(demo)
     assert Scenario.from_list(document["turns"], name=document.get("name")) == demo
+
+
+def test_a_scenario_can_carry_its_prompts_and_engine_settings(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(
+        "version: 1\nprompts: [first, second]\nsettings: {max_turns: 3}\nturns:\n  - content: [{text: hi}]\n"
+    )
+    scenario = load_scenario(path)
+    assert scenario.prompts == ("first", "second") and scenario.settings == {"max_turns": 3}
+    assert scenario_to_document(scenario)["prompts"] == ["first", "second"]
+
+
+def test_prompts_must_be_non_empty_strings(tmp_path: Path) -> None:
+    import pytest
+
+    from replay.scenario import ScenarioError
+
+    path = tmp_path / "scenario.yaml"
+    path.write_text("version: 1\nprompts: [' ']\nturns: []\n")
+    with pytest.raises(ScenarioError, match=r"'prompts' must be a list of non-empty strings"):
+        load_scenario(path)
