@@ -205,7 +205,7 @@ def load_bundle(path: Path) -> Bundle:
 async def record_bundle(
     out: Path,
     *,
-    prompts: Sequence[str],
+    prompts: Sequence[str] = (),
     scenario: Scenario | Path | None = None,
     workspace: Path | None = None,
     settings: EngineSettings | None = None,
@@ -217,11 +217,21 @@ async def record_bundle(
     ``scenario`` on loopback (the real record path, without a key), or, with no scenario, live
     against the API at ``base_url`` with ``api_key``. The folder is written whole or not at all."""
     out = Path(out)
-    settings = settings or EngineSettings()
     scenario_text: str | None = None
     if isinstance(scenario, Path):
         scenario_text = scenario.read_text(encoding="utf-8")
         scenario = load_scenario(scenario)
+    if scenario is not None:
+        # A scenario file may carry its own prompts and settings; what the caller passes wins.
+        prompts = prompts or scenario.prompts
+        if settings is None and scenario.settings:
+            try:
+                settings = _settings_from(dict(scenario.settings))
+            except (TypeError, ValueError) as exc:
+                raise BundleError(f"The scenario's settings are not valid engine settings ({exc}).") from None
+    settings = settings or EngineSettings()
+    if not prompts:
+        raise BundleError("Nothing to submit: give at least one prompt (or list them under 'prompts' in the scenario).")
     live = scenario is None
     if live and not api_key:
         raise BundleError("A live recording needs an API key: set ANTHROPIC_API_KEY (or pass api_key).")

@@ -88,3 +88,17 @@ async def test_re_recording_replaces_the_old_bundle_only_when_the_new_one_is_com
 async def test_a_live_recording_without_a_key_says_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match=r"needs an API key: set ANTHROPIC_API_KEY"):
         await record_bundle(tmp_path / "bundle", prompts=["hi"])
+
+
+async def test_a_scenario_with_prompts_and_settings_records_without_either_being_passed(tmp_path: Path) -> None:
+    scenario = Scenario.from_list([{"content": [{"text": "Hello."}]}])
+    import dataclasses
+
+    scenario = dataclasses.replace(scenario, prompts=("hi",), settings={"max_turns": 2})
+    bundle = await record_bundle(tmp_path / "bundle", scenario=scenario)
+    assert bundle.spec.prompts == ("hi",) and bundle.spec.settings.max_turns == 2
+
+
+async def test_nothing_to_submit_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match=r"Nothing to submit"):
+        await record_bundle(tmp_path / "bundle", scenario=ANSWER)
