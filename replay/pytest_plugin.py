@@ -22,11 +22,9 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import ipaddress
 import os
 import re
 import shutil
-import socket
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from replay.network_guard import NetworkGuard, is_loopback
 
 # This module is loaded by every pytest run where agent-replay is installed, and before any
 # test asks for it: the engine, the SDK and vcrpy are imported only when a fixture is used
@@ -214,67 +214,6 @@ def _default_name(request: pytest.FixtureRequest) -> str:
 
 
 # -- the network guard ------------------------------------------------------------------------
-
-
-class NetworkGuard:
-    """Refuses socket connections to anything but loopback while installed (Unix sockets and
-    other families pass). ``allow_remote`` lets a live recording through."""
-
-    def __init__(self) -> None:
-        self.allow_remote = False
-        self.refused: list[str] = []
-        self._saved: tuple[Any, Any] | None = None
-
-    def install(self) -> None:
-        """Patch ``socket.socket.connect`` and ``connect_ex`` (for every thread) until ``uninstall``."""
-        # Installed on top of whatever is there (another guard, e.g. a conftest's), which then
-        # also sees every connection this one lets through.
-        real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
-        self._saved = (real_connect, real_connect_ex)
-        socket.socket.connect = self._guarded(real_connect)  # type: ignore[method-assign]
-        socket.socket.connect_ex = self._guarded(real_connect_ex)  # type: ignore[method-assign]
-
-    def uninstall(self) -> None:
-        """Put back the ``connect`` and ``connect_ex`` that were there before ``install``."""
-        if self._saved is not None:
-            socket.socket.connect, socket.socket.connect_ex = self._saved  # type: ignore[method-assign]
-            self._saved = None
-
-    def _guarded(self, real: Callable[..., Any]) -> Callable[..., Any]:
-        guard = self
-
-        def connect(sock: socket.socket, address: Any) -> Any:
-            if not guard.allow_remote and sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
-                message = guard.refusal(address)
-                guard.refused.append(message)
-                raise ConnectionRefusedError(message)
-            return real(sock, address)
-
-        return connect
-
-    @staticmethod
-    def refusal(address: Any) -> str:
-        """The error for a refused connection: the address, and how to record instead."""
-        where = f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else repr(address)
-        return (
-            f"agent-replay refused a network connection to {where}: a replay test runs offline, from its cassette "
-            "(only loopback is allowed). To record against the network, run pytest with --record-mode=once "
-            "(cassettes that do not exist yet), new_episodes or all."
-        )
-
-
-def _loopback(address: Any) -> bool:
-    host = address[0] if isinstance(address, tuple) and address else address
-    if not isinstance(host, str):
-        return False
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False  # a host name, or a scoped IPv6 address: not provably local
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 _PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle"})
@@ -514,7 +453,7 @@ def _live_endpoint(cassette: Path) -> tuple[str, str | None, bool]:
 
     base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
     host = _host_of(base_url) if base_url else None
-    if host is not None and _loopback((host,)):
+    if host is not None and is_loopback((host,)):
         return os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_KEY, base_url, False
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     if not api_key:
