@@ -1,4 +1,5 @@
-"""The ``replay`` command line: thin commands over the library, errors mapped to exit codes."""
+"""The ``replay`` command line: thin commands over the library, errors mapped to exit codes
+(0 ok, 1 drift or difference, 2 bad input with one line on stderr)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,40 @@ from typing import Annotated
 
 import typer
 
+from replay import cli_inspect, cli_record, cli_run
 from replay.demo import DEMO_DIR, describe, run_demo
 from replay.scenario import ScenarioError
 
-app = typer.Typer(
-    name="replay",
-    help="Record agent-loop sessions, replay them offline, and test what the loop did.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+__all__ = ["app"]
+
+app = typer.Typer(name="replay", no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 
 
 @app.callback()
 def main() -> None:
-    """Record agent-loop sessions, replay them offline, and test what the loop did."""
+    """Record agent-loop sessions, replay them offline, and test what the loop did.
+
+    A session bundle is a folder: the HTTP cassette, the transcript, session.json (prompts,
+    settings), the workspace the tools start from, and the behaviour trace (trace.json).
+
+    A first session in four commands:
+
+        replay record --scenario cassettes/demo/scenario.yaml --prompt "Review notes.md" --out cassettes/review
+        replay run cassettes/review           # re-execute offline: MATCH or DRIFT, exit 0 or 1
+        replay show cassettes/review          # what the loop did, pass by pass
+        replay diff cassettes/review cassettes/other
+
+    Exit codes: 0 ok, 1 drift or difference, 2 bad input (one line on stderr).
+    """
+
+
+app.command("run")(cli_run.run)
+app.command("verify")(cli_run.verify)
+app.command("record")(cli_record.record)
+app.command("diff")(cli_inspect.diff)
+app.command("show")(cli_inspect.show)
+app.command("serve")(cli_record.serve)
+app.command("coverage")(cli_inspect.coverage)
 
 
 @app.command()
@@ -30,7 +51,17 @@ def demo(
         Path, typer.Option("--scenario-dir", help="A folder with scenario.yaml and workspace/.")
     ] = DEMO_DIR,
 ) -> None:
-    """Run a scripted session against the fake model and print the conversation and the trace."""
+    """Run a scripted session against the fake model and print the conversation and the trace.
+
+    Nothing is recorded and the bundled workspace is never changed (the tools run in a copy).
+
+    Examples:
+
+        replay demo
+        replay demo --scenario-dir my-scenario    # a folder with scenario.yaml and workspace/
+
+    Exit codes: 0 the session completed, 1 it ended in an error, 2 bad input.
+    """
 
     def show(item: object) -> None:
         line = describe(item)
@@ -47,3 +78,7 @@ def demo(
         raise typer.Exit(2) from None
     typer.echo(f"{run.requests} API calls, replayed offline through the real anthropic SDK.")
     raise typer.Exit(1 if run.result.is_error else 0)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,117 @@
+"""Re-executing every bundle below some folders (``replay verify``), in one process or several.
+
+A bundle is a folder holding ``session.json``. Each bundle is judged by ``run_bundle`` and
+summed up in a small picklable record, so worker processes can send it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.cassette import CassetteError
+from replay.runner import run_bundle
+from replay.session import SESSION_FILE, BundleError
+
+__all__ = ["BundleSummary", "exit_code", "find_bundles", "verify_bundle", "verify_bundles"]
+
+MATCH, DRIFT, ERROR = "match", "drift", "error"
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    """One bundle's verdict: ``match``, ``drift`` or ``error`` (a bundle that cannot be read)."""
+
+    bundle: str
+    verdict: str
+    passes: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    differences: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
+
+
+def find_bundles(paths: Iterable[Path]) -> list[Path]:
+    """Every bundle at or below ``paths``, sorted, each once. A bundle's own folders (its
+    workspace) are not searched, nor hidden folders (a recording in progress).
+    ``FileNotFoundError`` for a path that does not exist."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist.")
+        if not path.is_dir():
+            raise BundleError(f"{path} is not a folder; give a bundle folder or a folder of bundles.")
+        found.update(dict.fromkeys(_walk(path)))
+    return sorted(found)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    if (folder / SESSION_FILE).is_file():
+        yield folder
+        return
+    for child in sorted(folder.iterdir()):
+        if child.is_dir() and not child.name.startswith(".") and not child.is_symlink():
+            yield from _walk(child)
+
+
+def verify_bundle(path: str | Path) -> BundleSummary:
+    """Re-execute one bundle and sum it up; bad input becomes an ``error`` summary. A module
+    function, so a worker process can run it."""
+    started = time.perf_counter()
+    try:
+        report = asyncio.run(run_bundle(Path(path)))
+    except (BundleError, CassetteError, OSError) as exc:
+        return BundleSummary(str(path), ERROR, seconds=time.perf_counter() - started, error=str(exc))
+    trace = report.trace
+    passes = sum(len(p.passes) for p in trace.prompts) if trace is not None else 0
+    requests = sum(len(p.requests) for _, p in trace.passes()) if trace is not None else 0
+    return BundleSummary(
+        str(path),
+        MATCH if report.matched else DRIFT,
+        passes=passes,
+        requests=requests,
+        seconds=report.seconds,
+        differences=list(report.differences),
+    )
+
+
+def verify_bundles(
+    bundles: Sequence[Path], *, jobs: int = 1, on_done: Callable[[BundleSummary], None] | None = None
+) -> list[BundleSummary]:
+    """Verify ``bundles``, ``jobs`` at a time (in worker processes when ``jobs`` > 1); the
+    summaries come back in the order of ``bundles``, ``on_done`` is told of each as it ends."""
+    if jobs < 1:
+        raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
+    summaries: dict[str, BundleSummary] = {}
+    if jobs == 1 or len(bundles) < 2:
+        for bundle in bundles:
+            summaries[str(bundle)] = summary = verify_bundle(bundle)
+            if on_done is not None:
+                on_done(summary)
+    else:
+        # spawn, not fork: the parent may run threads (a progress bar), which fork does not copy safely.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(bundles)), mp_context=context) as pool:
+            futures: list[Future[BundleSummary]] = [pool.submit(verify_bundle, str(b)) for b in bundles]
+            for future in as_completed(futures):
+                summary = future.result()
+                summaries[summary.bundle] = summary
+                if on_done is not None:
+                    on_done(summary)
+    return [summaries[str(b)] for b in bundles]
+
+
+def exit_code(summaries: Iterable[BundleSummary]) -> int:
+    """0 when every bundle matches, 1 on any drift, 2 when any bundle could not be read."""
+    verdicts = {s.verdict for s in summaries}
+    return 2 if ERROR in verdicts else 1 if DRIFT in verdicts else 0

@@ -1,0 +1,218 @@
+"""``replay run`` and ``replay verify``: re-executing bundles, through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.demo import DEMO_DIR, DEMO_PROMPT
+from replay.runner import run_bundle
+from replay.session import record_bundle
+from replay.trace import render_text
+from tests.replay.bundle_helpers import (
+    AUTOCOMPACT_TURNS,
+    DONE,
+    SMALL_CONTEXT,
+    assert_bad_input,
+    edit_settings,
+    record_sync,
+)
+
+runner = CliRunner()
+
+
+def test_run_on_a_freshly_recorded_bundle_matches_and_exits_0(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "hello", [DONE])
+
+    result = runner.invoke(app, ["run", str(bundle)])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"MATCH {bundle} (1 pass, ")
+
+
+def test_run_names_the_autocompact_boundary_that_no_longer_happens_and_exits_1(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "compacts", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
+    assert runner.invoke(app, ["run", str(bundle)]).exit_code == 0
+    edit_settings(bundle, context_window=200_000)  # the threshold is now far above 7,000 tokens
+
+    result = runner.invoke(app, ["run", str(bundle)])
+
+    assert result.exit_code == 1, result.output
+    assert f"DRIFT {bundle}" in result.stdout
+    assert "  autocompact boundary no longer happens (was before prompt 1 pass 2 at 7,012 tokens)." in result.stdout
+    assert "  prompt 1 pass 2: request fingerprint changed" in result.stdout
+    assert "(not in the cassette)" in result.stdout
+    assert "  prompt 1 terminal changed: completed → model_error." in result.stdout
+    assert "  prompt 1: No recorded interaction matches request 2" in result.stdout
+
+
+def test_run_names_the_request_field_a_changed_setting_changed(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "hello", [DONE])
+    edit_settings(bundle, max_output_tokens=4_000)
+
+    result = runner.invoke(app, ["run", str(bundle)])
+
+    assert result.exit_code == 1
+    assert "  prompt 1 pass 1: model call changed: answer end_turn → harness; max_tokens 8000 → 4000." in result.stdout
+    assert "Nearest: #1 POST /v1/messages, 1 messages (not played yet) — differs at max_tokens." in result.stdout
+
+
+def test_run_reports_every_bundle_and_exits_with_the_worst_verdict(tmp_path: Path) -> None:
+    same = record_sync(tmp_path / "same", [DONE])
+    drifted = record_sync(tmp_path / "drifted", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
+    edit_settings(drifted, context_window=200_000)
+
+    result = runner.invoke(app, ["run", str(same), str(drifted)])
+
+    assert result.exit_code == 1
+    assert f"MATCH {same}" in result.stdout and f"DRIFT {drifted}" in result.stdout
+
+
+def test_run_json_prints_one_report_per_bundle(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "hello", [DONE])
+
+    result = runner.invoke(app, ["run", str(bundle), "--json"])
+
+    assert result.exit_code == 0
+    (report,) = json.loads(result.stdout)
+    assert report["verdict"] == "match" and report["differences"] == []
+    assert report["trace"]["prompts"][0]["terminal"] == "completed"
+
+
+def test_run_update_accepts_new_behaviour_the_cassette_still_answers(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "hello", [DONE])
+    (bundle / "trace.json").unlink()  # e.g. recorded before traces existed
+
+    updated = runner.invoke(app, ["run", str(bundle), "--update"])
+
+    assert updated.exit_code == 0, updated.output
+    assert f"UPDATED {bundle}" in updated.stdout
+    assert (bundle / "trace.json").is_file()
+    assert runner.invoke(app, ["run", str(bundle)]).exit_code == 0
+
+
+def test_run_update_refuses_when_the_cassette_cannot_answer(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "compacts", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
+    edit_settings(bundle, context_window=200_000)
+
+    assert_bad_input(runner.invoke(app, ["run", str(bundle), "--update"]), "Cannot update", "re-record")
+
+
+def test_run_on_a_missing_bundle_exits_2_with_one_line(tmp_path: Path) -> None:
+    assert_bad_input(runner.invoke(app, ["run", str(tmp_path / "nowhere")]), "nowhere does not exist")
+
+
+def test_run_on_a_corrupt_cassette_exits_2_with_one_line_naming_it(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "hello", [DONE])
+    (bundle / "cassette.yaml").write_text("agent_replay_cassette: 1\ninteractions: [\n")
+
+    assert_bad_input(runner.invoke(app, ["run", str(bundle)]), "cassette.yaml", "re-record")
+
+
+def test_run_on_a_corrupt_session_file_exits_2(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "hello", [DONE])
+    (bundle / "session.json").write_text("{")
+
+    assert_bad_input(runner.invoke(app, ["run", str(bundle)]), "session.json is not valid JSON")
+
+
+def test_run_without_a_bundle_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["run"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+async def test_the_trace_text_is_the_same_across_runs_and_folders_and_reads_well(tmp_path: Path) -> None:
+    bundle = tmp_path / "first" / "review"
+    await record_bundle(
+        bundle, prompts=[DEMO_PROMPT], scenario=DEMO_DIR / "scenario.yaml", workspace=DEMO_DIR / "workspace"
+    )
+    recorded = (bundle / "trace.txt").read_text()
+    here = await run_bundle(bundle)
+    moved = shutil.move(bundle, tmp_path / "second" / "elsewhere" / "review-moved")
+    there = await run_bundle(Path(moved))
+
+    assert here.matched and there.matched
+    assert render_text(here.trace) == render_text(there.trace) == recorded
+    lines = recorded.splitlines()
+    assert lines[0] == "session: review"
+    assert lines[1] == f'prompt 1: "{DEMO_PROMPT}"'
+    assert "  pass 1: start" in lines
+    assert "    tools batch 1 (concurrent): Read success, Read success, Grep success" in lines
+    assert "  pass 2: next_turn" in lines
+    assert "    tools batch 1 (serial): Write success" in lines
+    assert lines[-1] == "  terminal: completed"
+
+
+async def test_recording_the_same_session_in_two_folders_gives_the_same_trace_text(tmp_path: Path) -> None:
+    for folder in ("one", "two"):
+        await record_bundle(
+            tmp_path / folder / "review",
+            prompts=[DEMO_PROMPT],
+            scenario=DEMO_DIR / "scenario.yaml",
+            workspace=DEMO_DIR / "workspace",
+        )
+    assert (tmp_path / "one" / "review" / "trace.txt").read_text() == (
+        tmp_path / "two" / "review" / "trace.txt"
+    ).read_text()
+
+
+def test_verify_with_two_jobs_re_executes_every_bundle_and_prints_a_table(tmp_path: Path) -> None:
+    record_sync(tmp_path / "suite" / "hello", [DONE])
+    record_sync(tmp_path / "suite" / "nested" / "compacts", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
+
+    result = runner.invoke(app, ["verify", str(tmp_path / "suite"), "--jobs", "2"])
+
+    assert result.exit_code == 0, result.output
+    for header in ("bundle", "verdict", "passes", "requests", "seconds"):
+        assert header in result.stdout
+    assert result.stdout.count("MATCH") == 2
+    assert "2 bundle(s): 2 match, 0 drift, 0 error." in result.stdout
+
+
+def test_verify_searches_cassettes_by_default_and_exits_1_on_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record_sync(tmp_path / "cassettes" / "hello", [DONE])
+    drifted = record_sync(tmp_path / "cassettes" / "compacts", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
+    edit_settings(drifted, context_window=200_000)
+    monkeypatch.chdir(tmp_path)
+
+    result = runner.invoke(app, ["verify"])
+
+    assert result.exit_code == 1, result.output
+    assert "2 bundle(s): 1 match, 1 drift, 0 error." in result.stdout
+    assert "DRIFT cassettes/compacts:" in result.stdout
+    assert "autocompact boundary no longer happens" in result.stdout
+
+
+def test_verify_json_prints_the_summaries(tmp_path: Path) -> None:
+    record_sync(tmp_path / "hello", [DONE])
+
+    result = runner.invoke(app, ["verify", str(tmp_path), "--json"])
+
+    assert result.exit_code == 0
+    (summary,) = json.loads(result.stdout)
+    assert summary["verdict"] == "match" and summary["passes"] == 1 and summary["requests"] == 1
+
+
+def test_verify_with_a_corrupt_bundle_exits_2_and_still_judges_the_others(tmp_path: Path) -> None:
+    record_sync(tmp_path / "good", [DONE])
+    bad = record_sync(tmp_path / "bad", [DONE])
+    (bad / "cassette.yaml").write_text("not: [a cassette\n")
+
+    result = runner.invoke(app, ["verify", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert "1 match, 0 drift, 1 error." in result.stdout
+    assert_bad_input(result, "cassette.yaml")
+
+
+def test_verify_with_no_bundles_or_a_missing_folder_or_bad_jobs_exits_2(tmp_path: Path) -> None:
+    assert_bad_input(runner.invoke(app, ["verify", str(tmp_path)]), "No bundles below", "session.json")
+    assert_bad_input(runner.invoke(app, ["verify", str(tmp_path / "nowhere")]), "nowhere does not exist")
+    assert_bad_input(runner.invoke(app, ["verify", str(tmp_path), "--jobs", "0"]), "--jobs must be 1 or more")
