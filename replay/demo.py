@@ -45,12 +45,13 @@ class DemoRun:
 async def run_demo(
     scenario_dir: Path = DEMO_DIR,
     *,
-    prompt: str = DEMO_PROMPT,
+    prompt: str | None = None,
     on_output: Callable[[Any], None] | None = None,
 ) -> DemoRun:
     """Run the scenario in ``scenario_dir`` (``scenario.yaml`` and ``workspace/``) in a temp
     copy of its workspace, so the bundled files are never changed."""
     scenario = load_scenario(scenario_dir / "scenario.yaml")
+    prompt = prompt or (scenario.prompts[0] if scenario.prompts else DEMO_PROMPT)
     fake = FakeModel(scenario)
     with tempfile.TemporaryDirectory(prefix="replay-demo-") as temp:
         workspace = Path(temp) / "workspace"
