@@ -12,6 +12,19 @@ from typing import Any
 
 # public name -> (module, name in that module)
 _EXPORTS: dict[str, tuple[str, str]] = {
+    "diff_traces": ("replay.diff", "diff_traces"),
+    "diff_bundles": ("replay.diff", "diff_bundles"),
+    "coverage": ("replay.coverage", "coverage"),
+    "CoverageReport": ("replay.coverage", "CoverageReport"),
+    "run_bundle": ("replay.runner", "run_bundle"),
+    "RunReport": ("replay.runner", "RunReport"),
+    "Verdict": ("replay.runner", "Verdict"),
+    "BehaviourTrace": ("replay.trace", "BehaviourTrace"),
+    "extract_trace": ("replay.trace", "extract_trace"),
+    "render_text": ("replay.trace", "render_text"),
+    "render_mermaid": ("replay.trace", "render_mermaid"),
+    "TraceSnapshotExtension": ("replay.snapshot", "TraceSnapshotExtension"),
+    "NetworkGuard": ("replay.network_guard", "NetworkGuard"),
     "Bundle": ("replay.session", "Bundle"),
     "BundleError": ("replay.session", "BundleError"),
     "Cassette": ("replay.cassette", "Cassette"),
