@@ -26,6 +26,7 @@ from replay.scenario import (
     DropConnection,
     ErrorType,
     HttpError,
+    MalformedEvent,
     Scenario,
     StreamError,
     ToolUseBlock,
@@ -169,6 +170,16 @@ class FakeModel:
                     return _error_response(status, error_type, message, request_id=request_id)
                 chunks = render.event_chunks(Turn(content=content))[:after]
                 chunks.append(encode_sse(SseEvent.ERROR, error_body(error_type, message)))
+                return _sse_response(chunks, request_id=request_id)
+            case MalformedEvent(content=content, after_events=after):
+                if not streaming:
+                    return FakeResponse(
+                        status=200,
+                        headers=_headers(JSON_CONTENT_TYPE, request_id),
+                        chunks=[b'{"type": "message", "content": [not json'],
+                    )
+                chunks = render.event_chunks(Turn(content=content))[:after]
+                chunks.append(b"event: content_block_delta\ndata: {not json\n\n")
                 return _sse_response(chunks, request_id=request_id)
             case DropConnection(content=content, after_events=after):
                 if not streaming:

@@ -26,6 +26,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "HttpError",
+    "MalformedEvent",
     "RedactedThinkingBlock",
     "Scenario",
     "ScenarioError",
@@ -83,6 +84,7 @@ class FaultKind(StrEnum):
     HTTP_ERROR = "http_error"
     STREAM_ERROR = "stream_error"
     DROP_CONNECTION = "drop_connection"
+    MALFORMED_EVENT = "malformed_event"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,7 +211,20 @@ class DropConnection:
         _check_after_events(self.after_events)
 
 
-Fault = HttpError | StreamError | DropConnection
+@dataclass(frozen=True, kw_only=True)
+class MalformedEvent:
+    """A 200 stream that sends `after_events` events of `content`'s rendering, then an event whose
+    data is not JSON: what a client gets from a broken server (the SDK cannot parse it)."""
+
+    content: tuple[Block, ...] = ()
+    after_events: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", tuple(self.content))
+        _check_after_events(self.after_events)
+
+
+Fault = HttpError | StreamError | DropConnection | MalformedEvent
 TurnOrFault = Turn | Fault
 
 
@@ -223,16 +238,19 @@ class Scenario:
     # What to submit and how to set the engine up when this script is recorded as a bundle.
     prompts: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # Hooks, permission rules, an interruption, the clock between prompts (replay.session_options).
+    session: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "turns", tuple(self.turns))
         object.__setattr__(self, "prompts", tuple(self.prompts))
         object.__setattr__(self, "settings", dict(self.settings))
+        object.__setattr__(self, "session", dict(self.session))
         for number, turn in enumerate(self.turns, start=1):
             with _located(f"turn {number}"):
                 if not isinstance(turn, TurnOrFault):
                     raise ScenarioError(f"expected a Turn or a fault, not {type(turn).__name__}.")
-                if isinstance(turn, StreamError | DropConnection):
+                if isinstance(turn, StreamError | DropConnection | MalformedEvent):
                     _check_fault_reach(turn)
 
     @classmethod
@@ -267,7 +285,7 @@ def load_scenario(path: str | PathLike[str]) -> Scenario:
 # ---------------------------------------------------------------------------------------------
 # Parsing the YAML shape
 
-_TOP_KEYS: Final = ("version", "name", "model", "prompts", "settings", "turns")
+_TOP_KEYS: Final = ("version", "name", "model", "prompts", "settings", "session", "turns")
 _TURN_KEYS: Final = ("content", "stop_reason", "usage")
 _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _BLOCK_KINDS: Final = ("text", "tool_use", "thinking", "redacted_thinking")
@@ -275,6 +293,7 @@ _FAULT_KEYS: Final[Mapping[FaultKind, tuple[str, ...]]] = {
     FaultKind.HTTP_ERROR: ("fault", "status", "error_type", "message", "headers"),
     FaultKind.STREAM_ERROR: ("fault", "after_events", "error_type", "message", "content"),
     FaultKind.DROP_CONNECTION: ("fault", "after_events", "content"),
+    FaultKind.MALFORMED_EVENT: ("fault", "after_events", "content"),
 }
 
 
@@ -298,8 +317,11 @@ def _parse_document(document: object) -> Scenario:
         raise ScenarioError(
             f"'settings' must be a mapping of engine setting names to values, not {_type_name(settings)}."
         )
+    session = top.get("session", {})
+    if not isinstance(session, Mapping):
+        raise ScenarioError(f"'session' must be a mapping of session options, not {_type_name(session)}.")
     scenario = Scenario.from_list(turns, model=model, name=name)
-    return dataclasses.replace(scenario, prompts=tuple(prompts), settings=dict(settings))
+    return dataclasses.replace(scenario, prompts=tuple(prompts), settings=dict(settings), session=dict(session))
 
 
 def _parse_turn_or_fault(item: object) -> TurnOrFault:
@@ -336,6 +358,8 @@ def _parse_fault(raw: Mapping[str, Any]) -> Fault:
             error_type=_to_enum(ErrorType, _str(raw, "error_type", ErrorType.OVERLOADED_ERROR.value), "error_type"),
             message=_str(raw, "message", "Overloaded"),
         )
+    if kind is FaultKind.MALFORMED_EVENT:
+        return MalformedEvent(content=content, after_events=after_events)
     return DropConnection(content=content, after_events=after_events)
 
 
@@ -465,7 +489,7 @@ def _check_after_events(after_events: object) -> None:
         raise ScenarioError(f"'after_events' must be a non-negative integer, not {after_events!r}.")
 
 
-def _check_fault_reach(fault: StreamError | DropConnection) -> None:
+def _check_fault_reach(fault: StreamError | DropConnection | MalformedEvent) -> None:
     # Imported here because sse renders this module's turns; the count depends on content only.
     from replay.sse import count_message_events
 
@@ -504,6 +528,8 @@ def scenario_to_document(scenario: Scenario) -> dict[str, Any]:
         document["prompts"] = list(scenario.prompts)
     if scenario.settings:
         document["settings"] = dict(scenario.settings)
+    if scenario.session:
+        document["session"] = dict(scenario.session)
     document["turns"] = [_turn_document(turn) for turn in scenario.turns]
     return document
 

@@ -25,6 +25,7 @@ import yaml
 from engine import (
     AnthropicModel,
     EngineSettings,
+    ManualClock,
     QueryDeps,
     QueryEngine,
     QueryResult,
@@ -35,6 +36,7 @@ from replay.fake import FakeModel
 from replay.record import CassetteRecorder, RecordMode
 from replay.scenario import Scenario, load_scenario, scenario_to_document
 from replay.server import FakeModelServer
+from replay.session_options import SessionOptions, SessionOptionsError
 from replay.trace import BehaviourTrace, extract_trace, render_text
 from replay.transport import LoggedRequest
 
@@ -79,6 +81,7 @@ class SessionSpec:
     seed: int = 0
     live: bool = False
     scenario: str | None = None
+    options: SessionOptions = field(default_factory=SessionOptions)
     format_version: int = SESSION_FORMAT_VERSION
 
     def to_json(self) -> str:
@@ -93,6 +96,7 @@ class SessionSpec:
             "live": self.live,
             "scenario": self.scenario,
             "settings": settings,
+            "session_options": self.options.to_mapping(),
         }
         return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -114,6 +118,7 @@ class SessionSpec:
             prompts = tuple(str(p) for p in document["prompts"])
             tools = tuple(str(t) for t in document.get("tools") or ())
             seed = int(document.get("seed", 0))
+            options = SessionOptions.from_mapping(document.get("session_options"))
         except (KeyError, TypeError, ValueError) as exc:
             raise BundleError(f"{source} is missing or has a bad field ({exc}).") from None
         known = {tool.name for tool in default_tools()}
@@ -129,6 +134,7 @@ class SessionSpec:
             seed=seed,
             live=bool(document.get("live", False)),
             scenario=document.get("scenario"),
+            options=options,
         )
 
 
@@ -212,6 +218,7 @@ async def record_bundle(
     seed: int = 0,
     api_key: str | None = None,
     base_url: str | None = None,
+    options: SessionOptions | None = None,
 ) -> Bundle:
     """Record a session into the bundle folder ``out``: against the fake model serving
     ``scenario`` on loopback (the real record path, without a key), or, with no scenario, live
@@ -222,8 +229,14 @@ async def record_bundle(
         scenario_text = scenario.read_text(encoding="utf-8")
         scenario = load_scenario(scenario)
     if scenario is not None:
-        # A scenario file may carry its own prompts and settings; what the caller passes wins.
+        # A scenario file may carry its own prompts, settings and session options; what the
+        # caller passes wins.
         prompts = prompts or scenario.prompts
+        if options is None and scenario.session:
+            try:
+                options = SessionOptions.from_mapping(scenario.session)
+            except SessionOptionsError as exc:
+                raise BundleError(f"The scenario's session options are not usable: {exc}.") from None
         if settings is None and scenario.settings:
             try:
                 settings = _settings_from(dict(scenario.settings))
@@ -241,6 +254,7 @@ async def record_bundle(
         seed=seed,
         live=live,
         scenario=SCENARIO_FILE if scenario is not None else None,
+        options=options or SessionOptions(),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -324,12 +338,24 @@ async def _run_session(
                 )
                 tools = [tool for tool in default_tools() if tool.name in spec.tools]
                 engine = QueryEngine(
-                    deps=deps, workspace=run_workspace, session_dir=session_dir, settings=spec.settings, tools=tools
+                    deps=deps,
+                    workspace=run_workspace,
+                    session_dir=session_dir,
+                    settings=spec.settings,
+                    tools=tools,
+                    hooks=spec.options.build_hooks(),
+                    can_use_tool=spec.options.build_permissions(),
                 )
-                for prompt in spec.prompts:
+                interrupts: list[int] = []
+                for index, prompt in enumerate(spec.prompts):
+                    minutes = spec.options.minutes_before(index)
+                    if minutes and isinstance(deps.clock, ManualClock):
+                        deps.clock.advance(minutes * 60)
                     async for item in engine.submit_message(prompt):
                         if isinstance(item, QueryResult):
                             results.append(item)
+                        elif spec.options.should_interrupt(item, interrupts):
+                            engine.abort()
                 engine.close()
             unplayed = recorder.unplayed()
             requests = list(recorder.request_log)

@@ -293,3 +293,13 @@ async def test_stopping_iteration_early_cancels_running_tools(session_root: Path
     running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
     assert running == []
     assert default_tools()  # the engine stays usable; nothing leaked into module state
+
+
+async def test_a_response_the_sdk_cannot_parse_ends_in_model_error(session_root: Path) -> None:
+    turn = {"fault": "malformed_event", "after_events": 3, "content": [{"text": "hello there"}]}
+    session = make_session(session_root, [turn])
+    result = await session.submit("go")
+
+    assert result.terminal_reason is Terminal.MODEL_ERROR
+    assert "JSONDecodeError" in result.result
+    assert session.trace(TraceKind.RETRY) == []

@@ -179,7 +179,7 @@ MALFORMED = {
     ),
     "unknown top-level key": (
         "version: 1\nturn: []\n",
-        "unknown key 'turn' in the scenario file; expected keys are version, name, model, prompts, settings, turns.",
+        "unknown key 'turn' in the scenario file; expected keys are version, name, model, prompts, settings, session, turns.",
     ),
     "content not a list": (
         TURNS + "  - content: hello\n",

@@ -1,0 +1,128 @@
+"""How a recorded session is run beyond its prompts and engine settings: hooks (shell commands),
+permission rules, an interruption, and the session clock between prompts.
+
+They live in ``session.json`` (and in a scenario file, under ``session:``) so that re-executing
+a bundle sets the loop up exactly as when it was recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from engine import AssistantMessage, CommandHook, Hooks, TraceEvent, TraceKind
+from engine.orchestration import PermissionCallback
+from engine.tools import RulePolicy, allow_all
+
+__all__ = ["InterruptAt", "SessionOptions", "SessionOptionsError"]
+
+_HOOK_EVENTS = ("pre_tool_use", "post_tool_use", "stop")
+_KEYS = ("hooks", "permissions", "interrupt", "clock_advance_minutes")
+
+
+class SessionOptionsError(ValueError):
+    """Session options that cannot be used; the message names the option."""
+
+
+class InterruptAt(StrEnum):
+    """When the user interrupts: as the n-th tool_use block streams in, or after the n-th tool
+    result (while later tools still run)."""
+
+    TOOL_USE = "tool_use"
+    TOOL_RESULT = "tool_result"
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """The parts of a session's set-up that are not engine settings."""
+
+    hooks: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    deny_tools: tuple[str, ...] = ()
+    interrupt: tuple[InterruptAt, int] | None = None
+    clock_advance_minutes: tuple[float, ...] = ()
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any] | None) -> SessionOptions:
+        """Options from their JSON/YAML shape; ``SessionOptionsError`` names what is wrong."""
+        raw = dict(raw or {})
+        unknown = sorted(set(raw) - set(_KEYS))
+        if unknown:
+            raise SessionOptionsError(f"unknown session option(s) {', '.join(unknown)}; expected {', '.join(_KEYS)}")
+        hooks_raw = raw.get("hooks") or {}
+        if not isinstance(hooks_raw, Mapping) or set(hooks_raw) - set(_HOOK_EVENTS):
+            raise SessionOptionsError(f"'hooks' must map {', '.join(_HOOK_EVENTS)} to lists of command hooks")
+        hooks: dict[str, tuple[Mapping[str, Any], ...]] = {}
+        for event, entries in hooks_raw.items():
+            if not isinstance(entries, list):
+                raise SessionOptionsError(f"hooks.{event} must be a list")
+            for entry in entries:
+                if not isinstance(entry, Mapping) or not isinstance(entry.get("command"), str):
+                    raise SessionOptionsError(f"each hooks.{event} entry needs a 'command' string")
+                if set(entry) - {"command", "matcher", "timeout_s"}:
+                    raise SessionOptionsError(f"hooks.{event} entries take command, matcher and timeout_s only")
+            hooks[event] = tuple(dict(entry) for entry in entries)
+        permissions = raw.get("permissions") or {}
+        if not isinstance(permissions, Mapping) or set(permissions) - {"deny"}:
+            raise SessionOptionsError("'permissions' takes 'deny': a list of tool names")
+        deny = tuple(str(name) for name in permissions.get("deny", []))
+        interrupt = None
+        if raw.get("interrupt") is not None:
+            spec = raw["interrupt"]
+            try:
+                interrupt = (InterruptAt(spec["at"]), int(spec.get("count", 1)))
+            except (KeyError, TypeError, ValueError):
+                raise SessionOptionsError("'interrupt' must be {at: tool_use | tool_result, count: N}") from None
+        minutes = raw.get("clock_advance_minutes") or []
+        if not isinstance(minutes, list) or not all(isinstance(m, (int, float)) and m >= 0 for m in minutes):
+            raise SessionOptionsError("'clock_advance_minutes' must be a list of non-negative numbers, one per prompt")
+        return cls(hooks=hooks, deny_tools=deny, interrupt=interrupt, clock_advance_minutes=tuple(minutes))
+
+    def to_mapping(self) -> dict[str, Any]:
+        document: dict[str, Any] = {}
+        if self.hooks:
+            document["hooks"] = {event: [dict(e) for e in entries] for event, entries in self.hooks.items()}
+        if self.deny_tools:
+            document["permissions"] = {"deny": list(self.deny_tools)}
+        if self.interrupt is not None:
+            document["interrupt"] = {"at": self.interrupt[0].value, "count": self.interrupt[1]}
+        if self.clock_advance_minutes:
+            document["clock_advance_minutes"] = list(self.clock_advance_minutes)
+        return document
+
+    def build_hooks(self) -> Hooks:
+        def commands(event: str) -> tuple[CommandHook, ...]:
+            return tuple(
+                CommandHook(e["command"], timeout_s=e.get("timeout_s"), matcher=e.get("matcher"))
+                for e in self.hooks.get(event, ())
+            )
+
+        return Hooks(
+            pre_tool_use=commands("pre_tool_use"), post_tool_use=commands("post_tool_use"), stop=commands("stop")
+        )
+
+    def build_permissions(self) -> PermissionCallback:
+        if not self.deny_tools:
+            return allow_all
+        return RulePolicy(deny=self.deny_tools, fallback=allow_all)
+
+    def minutes_before(self, prompt_index: int) -> float:
+        """How far the session clock moves before prompt ``prompt_index`` (0-based)."""
+        if prompt_index < len(self.clock_advance_minutes):
+            return float(self.clock_advance_minutes[prompt_index])
+        return 0.0
+
+    def should_interrupt(self, item: object, seen: list[int]) -> bool:
+        """Whether the user interrupts on seeing ``item``; ``seen`` counts matches so far."""
+        if self.interrupt is None:
+            return False
+        at, count = self.interrupt
+        hit = (
+            at is InterruptAt.TOOL_USE
+            and isinstance(item, AssistantMessage)
+            and any(b.get("type") == "tool_use" for b in item.content)
+        ) or (at is InterruptAt.TOOL_RESULT and isinstance(item, TraceEvent) and item.kind is TraceKind.TOOL_CALL)
+        if hit:
+            seen.append(1)
+        return hit and len(seen) == count
