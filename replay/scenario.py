@@ -561,7 +561,7 @@ def _turn_document(turn: TurnOrFault) -> dict[str, Any]:
             "content": [_block_document(b) for b in turn.content],
         }
     return {
-        "fault": "drop_connection",
+        "fault": "malformed_event" if isinstance(turn, MalformedEvent) else "drop_connection",
         "after_events": turn.after_events,
         "content": [_block_document(b) for b in turn.content],
     }
