@@ -14,6 +14,7 @@ from rich.table import Table
 
 from replay.cassette import CassetteError
 from replay.cli_common import BAD_INPUT, DEFAULT_BUNDLES, DRIFT, OK, bad_input, count, describe_error, fail, one_line
+from replay.rerecord import rerecord_bundle
 from replay.runner import RunReport, run_bundle
 from replay.scenario import ScenarioError
 from replay.session import BundleError
@@ -87,6 +88,14 @@ def verify(
         int, typer.Option("--jobs", "-j", help="How many bundles to re-execute at once, each in its own process.")
     ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON instead of a table.")] = False,
+    rerecord: Annotated[
+        bool,
+        typer.Option(
+            "--rerecord",
+            help="Instead of replaying, record each bundle again from its scenario.yaml and check that every "
+            "file comes out byte-identical (the record path is deterministic).",
+        ),
+    ] = False,
 ) -> None:
     """Re-execute every bundle below some folders, with a progress bar and a summary table.
 
@@ -97,6 +106,7 @@ def verify(
 
         replay verify                        # every bundle below cassettes/
         replay verify cassettes tests/sessions --jobs 4
+        replay verify --rerecord             # record the library again; every file must be identical
 
     Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (no bundles, or one that cannot be read).
     """
@@ -110,6 +120,8 @@ def verify(
             f"No bundles below {', '.join(map(str, roots))} (a bundle is a folder holding session.json); "
             "record one with `replay record`."
         )
+    if rerecord:
+        _rerecord_all(bundles)
     progress = Progress(
         TextColumn("verifying"),
         BarColumn(),
@@ -134,6 +146,21 @@ def verify(
         if summary.error is not None:
             typer.echo(f"error: {one_line(summary.error)}", err=True)
     raise typer.Exit(exit_code(summaries))
+
+
+def _rerecord_all(bundles: list[Path]) -> None:
+    """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
+    changed = 0
+    for bundle in bundles:
+        with bad_input():
+            report = asyncio.run(rerecord_bundle(bundle))
+        if report.identical:
+            typer.echo(f"IDENTICAL {bundle}")
+        else:
+            changed += 1
+            typer.echo(f"CHANGED   {bundle}: {', '.join(report.differing)}")
+    typer.echo(f"{len(bundles)} bundle(s) re-recorded: {len(bundles) - changed} identical, {changed} changed.")
+    raise typer.Exit(1 if changed else 0)
 
 
 def _print_summaries(summaries: list[BundleSummary]) -> None:

@@ -1,0 +1,69 @@
+"""Re-recording a bundle from its scenario and comparing it, byte for byte, with the committed
+one: the whole record path (fake server, vcrpy, scrubbing, the cassette writer, the engine) is
+deterministic exactly when every re-recorded file is identical."""
+
+from __future__ import annotations
+
+import filecmp
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replay.session import SCENARIO_FILE, WORKSPACE_DIR, BundleError, load_bundle, record_bundle
+
+__all__ = ["RerecordReport", "rerecord_bundle"]
+
+
+@dataclass
+class RerecordReport:
+    """Which files of a re-recorded bundle differ from the committed ones (none: identical)."""
+
+    bundle: Path
+    differing: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.differing
+
+
+async def rerecord_bundle(path: Path, *, replace: bool = False) -> RerecordReport:
+    """Record the bundle at ``path`` again from its ``scenario.yaml`` into a temp folder and
+    compare every file; with ``replace``, the committed bundle is then replaced by the new one."""
+    bundle = load_bundle(path)
+    scenario = bundle.path / SCENARIO_FILE
+    if bundle.spec.live or not scenario.is_file():
+        raise BundleError(f"{bundle.path} was recorded live (it has no {SCENARIO_FILE}): it cannot be re-recorded.")
+    with tempfile.TemporaryDirectory(prefix="agent-replay-rerecord-") as temp:
+        fresh = Path(temp) / bundle.path.name
+        await record_bundle(
+            fresh,
+            prompts=bundle.spec.prompts,
+            scenario=scenario,
+            workspace=bundle.path / WORKSPACE_DIR,
+            settings=bundle.spec.settings,
+            seed=bundle.spec.seed,
+            options=bundle.spec.options,
+        )
+        report = RerecordReport(bundle.path, _differing(bundle.path, fresh))
+        if replace and not report.identical:
+            await record_bundle(
+                bundle.path,
+                prompts=bundle.spec.prompts,
+                scenario=scenario,
+                workspace=fresh / WORKSPACE_DIR,
+                settings=bundle.spec.settings,
+                seed=bundle.spec.seed,
+                options=bundle.spec.options,
+            )
+    return report
+
+
+def _differing(old: Path, new: Path) -> list[str]:
+    """Relative paths of files that differ, or exist on one side only."""
+    old_files = {p.relative_to(old) for p in old.rglob("*") if p.is_file()}
+    new_files = {p.relative_to(new) for p in new.rglob("*") if p.is_file()}
+    differing = sorted(str(p) for p in old_files ^ new_files)
+    for relative in sorted(old_files & new_files):
+        if not filecmp.cmp(old / relative, new / relative, shallow=False):
+            differing.append(str(relative))
+    return sorted(differing)
