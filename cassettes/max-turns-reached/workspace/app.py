@@ -1,0 +1,3 @@
+def main():
+    # TODO: parse arguments
+    print("hello")
