@@ -1,0 +1,5 @@
+WIDTH = 100
+
+
+def render(items):
+    return ", ".join(items)
