@@ -260,6 +260,9 @@ async def record_bundle(
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         _copy_workspace(workspace, staging / WORKSPACE_DIR)
+        if not any((staging / WORKSPACE_DIR).iterdir()):
+            # git keeps no empty folder, and a bundle without its workspace/ is incomplete.
+            (staging / WORKSPACE_DIR / ".keep").write_text("", encoding="utf-8")
         server = FakeModelServer(FakeModel(scenario)) if scenario is not None else None
         if server is not None:
             base_url = server.start()
