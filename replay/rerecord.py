@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replay.session import SCENARIO_FILE, WORKSPACE_DIR, BundleError, load_bundle, record_bundle
+from replay.session import BUNDLE_FILES, SCENARIO_FILE, WORKSPACE_DIR, BundleError, load_bundle, record_bundle
 
 __all__ = ["RerecordReport", "rerecord_bundle"]
 
@@ -59,11 +59,17 @@ async def rerecord_bundle(path: Path, *, replace: bool = False) -> RerecordRepor
 
 
 def _differing(old: Path, new: Path) -> list[str]:
-    """Relative paths of files that differ, or exist on one side only."""
-    old_files = {p.relative_to(old) for p in old.rglob("*") if p.is_file()}
-    new_files = {p.relative_to(new) for p in new.rglob("*") if p.is_file()}
+    """Relative paths of the bundle's files that differ, or exist on one side only."""
+    old_files, new_files = _bundle_files(old), _bundle_files(new)
     differing = sorted(str(p) for p in old_files ^ new_files)
     for relative in sorted(old_files & new_files):
         if not filecmp.cmp(old / relative, new / relative, shallow=False):
             differing.append(str(relative))
     return sorted(differing)
+
+
+def _bundle_files(root: Path) -> set[Path]:
+    """The files a recording writes: the top-level bundle files and the workspace."""
+    files = {p.relative_to(root) for p in (root / WORKSPACE_DIR).rglob("*") if p.is_file()}
+    files.update(Path(name) for name in BUNDLE_FILES if (root / name).is_file())
+    return files

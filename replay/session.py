@@ -59,6 +59,8 @@ SCENARIO_FILE = "scenario.yaml"
 TRACE_JSON_FILE = "trace.json"
 TRACE_TEXT_FILE = "trace.txt"
 WORKSPACE_DIR = "workspace"
+# The files a recording writes beside workspace/ (and replaces on a re-recording).
+BUNDLE_FILES = (CASSETTE_FILE, TRANSCRIPT_FILE, SESSION_FILE, SCENARIO_FILE, TRACE_JSON_FILE, TRACE_TEXT_FILE)
 WORKSPACE_PLACEHOLDER = "<workspace>"
 SESSION_PLACEHOLDER = "<session>"
 # A live recording needs a key; a fake-model one sends this placeholder (scrubbed all the same).

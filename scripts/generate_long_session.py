@@ -1,10 +1,8 @@
-"""Writes scenario.yaml (beside this file) for the long-session bundle: one prompt, 203 passes,
+"""Writes cassettes/long-session-crosses-autocompact-twice/scenario.yaml: one prompt, 203 passes,
 a Glob on every pass, and usage that grows until autocompact fires, twice.
 
-Run it from anywhere: `python cassettes/long-session-crosses-autocompact-twice/generate.py`,
-then record the bundle from the scenario (see the README). The output is deterministic.
-Recording swaps the bundle folder in whole, so it removes this script from the folder:
-restore it afterwards (`git checkout -- cassettes/long-session-crosses-autocompact-twice/generate.py`).
+Run it from anywhere: `python scripts/generate_long_session.py`, then record the bundle from the
+scenario (`replay verify --rerecord` checks it). The output is deterministic.
 
 The numbers. The window is small: context_window 20,000 and max_output_tokens 1,000 give an
 effective window of 19,000 and an autocompact threshold of 19,000 - 13,000 = 6,000 tokens.
@@ -86,7 +84,12 @@ def scenario_text() -> str:
 
 
 def main() -> None:
-    target = Path(__file__).resolve().parent / "scenario.yaml"
+    target = (
+        Path(__file__).resolve().parent.parent
+        / "cassettes"
+        / "long-session-crosses-autocompact-twice"
+        / "scenario.yaml"
+    )
     target.write_text(scenario_text(), encoding="utf-8")
     print(f"wrote {target}")
 
