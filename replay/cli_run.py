@@ -18,7 +18,7 @@ from replay.rerecord import rerecord_bundle
 from replay.runner import RunReport, run_bundle
 from replay.scenario import ScenarioError
 from replay.session import BundleError
-from replay.verify import BundleSummary, exit_code, find_bundles, verify_bundles
+from replay.verify import BundleSummary, exit_code, find_bundles, start_workers, verify_bundles
 
 __all__ = ["run", "verify"]
 
@@ -131,13 +131,18 @@ def verify(
         console=Console(stderr=True),
         transient=True,
     )
-    with progress:
-        task = progress.add_task("", total=len(bundles))
+    pool = start_workers(jobs, len(bundles))  # before the progress bar's thread starts
+    try:
+        with progress:
+            task = progress.add_task("", total=len(bundles))
 
-        def done(summary: BundleSummary) -> None:
-            progress.update(task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}")
+            def done(summary: BundleSummary) -> None:
+                progress.update(task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}")
 
-        summaries = verify_bundles(bundles, jobs=jobs, on_done=done)
+            summaries = verify_bundles(bundles, jobs=jobs, pool=pool, on_done=done)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     if as_json:
         typer.echo(json.dumps([s.to_json() for s in summaries], indent=2, ensure_ascii=False))
     else:

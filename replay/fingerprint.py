@@ -27,7 +27,7 @@ _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z
 _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|seconds?)\b")
 # Temp folders of the usual platforms: the folder right under the temp root varies per run.
 _TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/var/folders")
-_CACHE_FROM = 256  # smaller values are cheaper to normalize than to look up
+_CACHE_FROM = 24  # shorter values are cheaper to normalize than to look up
 _CACHE_LIMIT = 50_000
 
 

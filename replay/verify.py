@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -85,30 +86,63 @@ def verify_bundle(path: str | Path) -> BundleSummary:
     )
 
 
-def verify_bundles(
-    bundles: Sequence[Path], *, jobs: int = 1, on_done: Callable[[BundleSummary], None] | None = None
-) -> list[BundleSummary]:
-    """Verify ``bundles``, ``jobs`` at a time (in worker processes when ``jobs`` > 1); the
-    summaries come back in the order of ``bundles``, ``on_done`` is told of each as it ends."""
+def start_workers(jobs: int, bundles: int) -> ProcessPoolExecutor | None:
+    """A warm pool of ``jobs`` worker processes, or None when one process is enough. Call it
+    before starting any thread (a progress bar): on Linux the workers are forked, so they
+    inherit every loaded module instead of importing the SDK and the engine again, and forking
+    a process that runs other threads is not safe."""
     if jobs < 1:
         raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
+    if jobs == 1 or bundles < 2:
+        return None
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    workers = min(jobs, bundles)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    # Start every worker now, while this process has no other thread.
+    for future in [pool.submit(os.getpid) for _ in range(workers)]:
+        future.result()
+    return pool
+
+
+def verify_bundles(
+    bundles: Sequence[Path],
+    *,
+    jobs: int = 1,
+    pool: ProcessPoolExecutor | None = None,
+    on_done: Callable[[BundleSummary], None] | None = None,
+) -> list[BundleSummary]:
+    """Verify ``bundles``, in ``pool``'s worker processes if given (else ``jobs`` at a time);
+    the summaries come back in the order of ``bundles``, ``on_done`` is told of each as it ends."""
     summaries: dict[str, BundleSummary] = {}
-    if jobs == 1 or len(bundles) < 2:
+    own_pool = pool is None
+    if pool is None:
+        pool = start_workers(jobs, len(bundles))
+    if pool is None:
         for bundle in bundles:
             summaries[str(bundle)] = summary = verify_bundle(bundle)
             if on_done is not None:
                 on_done(summary)
-    else:
-        # spawn, not fork: the parent may run threads (a progress bar), which fork does not copy safely.
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(bundles)), mp_context=context) as pool:
-            futures: list[Future[BundleSummary]] = [pool.submit(verify_bundle, str(b)) for b in bundles]
-            for future in as_completed(futures):
-                summary = future.result()
-                summaries[summary.bundle] = summary
-                if on_done is not None:
-                    on_done(summary)
+        return [summaries[str(b)] for b in bundles]
+    try:
+        # The biggest cassettes first, so one long session does not finish alone at the end.
+        ordered = sorted(bundles, key=_weight, reverse=True)
+        futures: list[Future[BundleSummary]] = [pool.submit(verify_bundle, str(b)) for b in ordered]
+        for future in as_completed(futures):
+            summary = future.result()
+            summaries[summary.bundle] = summary
+            if on_done is not None:
+                on_done(summary)
+    finally:
+        if own_pool:
+            pool.shutdown()
     return [summaries[str(b)] for b in bundles]
+
+
+def _weight(bundle: Path) -> int:
+    try:
+        return (Path(bundle) / "cassette.yaml").stat().st_size
+    except OSError:
+        return 0
 
 
 def exit_code(summaries: Iterable[BundleSummary]) -> int:
