@@ -23,7 +23,7 @@ def test_the_readme_opens_with_exactly_two_commands() -> None:
     assert README.index("```bash") < README.index("## ")
     commands = _commands()
     assert len(commands) == 2
-    assert commands[0].endswith("replay demo")
+    assert commands[0].endswith("replay verify")
     assert "pytest" in commands[1]
 
 
