@@ -79,7 +79,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "register_with_vcr": ("replay.cassette", "register_with_vcr"),
     "replay_bundle": ("replay.session", "replay_bundle"),
     "save_cassette": ("replay.cassette", "save_cassette"),
-    "scenario_to_document": ("replay.scenario", "scenario_to_document"),
+    "scenario_to_document": ("replay.scenario_writer", "scenario_to_document"),
 }
 
 __all__ = sorted(_EXPORTS)

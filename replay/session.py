@@ -34,7 +34,8 @@ from engine import (
 )
 from replay.fake import FakeModel
 from replay.record import CassetteRecorder, RecordMode
-from replay.scenario import Scenario, load_scenario, scenario_to_document
+from replay.scenario import Scenario, load_scenario
+from replay.scenario_writer import scenario_to_document
 from replay.server import FakeModelServer
 from replay.session_options import SessionOptions, SessionOptionsError
 from replay.trace import BehaviourTrace, extract_trace, render_text

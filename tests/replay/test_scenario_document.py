@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from replay.scenario import Scenario, load_scenario, scenario_to_document
+from replay.scenario import Scenario, load_scenario
+from replay.scenario_writer import scenario_to_document
 
 EVERY_KIND = [
     {
