@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from replay import cli_inspect, cli_record, cli_run
+from replay import cli_inspect, cli_record, cli_run, cli_scrub
 from replay.demo import DEMO_DIR, describe, run_demo
 from replay.scenario import ScenarioError
 
@@ -43,6 +43,7 @@ app.command("diff")(cli_inspect.diff)
 app.command("show")(cli_inspect.show)
 app.command("serve")(cli_record.serve)
 app.command("coverage")(cli_inspect.coverage)
+app.command("scrub")(cli_scrub.scrub)
 
 
 @app.command()
