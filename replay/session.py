@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -124,6 +125,7 @@ class SessionSpec:
             options = SessionOptions.from_mapping(document.get("session_options"))
         except (KeyError, TypeError, ValueError) as exc:
             raise BundleError(f"{source} is missing or has a bad field ({exc}).") from None
+        _check_paths_stay_in_bundle(document, settings, source)
         known = {tool.name for tool in default_tools()}
         unknown = sorted(set(tools) - known)
         if unknown:
@@ -139,6 +141,23 @@ class SessionSpec:
             scenario=document.get("scenario"),
             options=options,
         )
+
+
+def _check_paths_stay_in_bundle(document: dict[str, Any], settings: EngineSettings, source: Path) -> None:
+    """The values of ``session.json`` that name files must name them inside the bundle: a
+    stranger's bundle must not point a replay at ``/etc/passwd`` or ``../../elsewhere``."""
+    scenario = document.get("scenario")
+    if scenario is not None and scenario != SCENARIO_FILE:
+        raise BundleError(
+            f"{source} names the scenario {scenario!r}; a bundle's scenario is always the {SCENARIO_FILE} "
+            "beside session.json (or null), never a path elsewhere, so the bundle is refused."
+        )
+    for pattern in settings.memory_paths:
+        if not isinstance(pattern, str) or os.path.isabs(pattern) or ".." in Path(pattern).parts:
+            raise BundleError(
+                f"{source} has the memory path {pattern!r} in its settings, which leads outside the workspace; "
+                "memory paths are patterns relative to workspace/ without '..', so the bundle is refused."
+            )
 
 
 def _settings_from(values: dict[str, Any]) -> EngineSettings:
@@ -207,8 +226,74 @@ def load_bundle(path: Path) -> Bundle:
             raise BundleError(f"Bundle {path} has no {name}; it is incomplete — re-record it.")
     if not (path / WORKSPACE_DIR).is_dir():
         raise BundleError(f"Bundle {path} has no {WORKSPACE_DIR}/ folder, so its tools have nothing to start from.")
+    _check_bundle_files(path)
+    _check_workspace_tree(path / WORKSPACE_DIR)
     spec = SessionSpec.from_json((path / SESSION_FILE).read_text(encoding="utf-8"), source=path / SESSION_FILE)
     return Bundle(path, spec)
+
+
+def _check_bundle_files(path: Path) -> None:
+    """A bundle's own files are in the bundle: a link to a file elsewhere (``cassette.yaml ->
+    ~/.ssh/id_rsa``) is refused, and workspace/ is a real folder (a link to ``/`` would copy the
+    whole disk)."""
+    if (path / WORKSPACE_DIR).is_symlink():
+        raise BundleError(
+            f"{path / WORKSPACE_DIR} is a symbolic link; a bundle's {WORKSPACE_DIR}/ must be a real folder inside "
+            "the bundle, so the bundle is refused before anything is copied or run."
+        )
+    real_bundle = Path(os.path.realpath(path))
+    for name in BUNDLE_FILES:
+        file = path / name
+        if file.is_symlink() and not Path(os.path.realpath(file)).is_relative_to(real_bundle):
+            raise BundleError(
+                f"{file} is a symbolic link to {os.readlink(file)!r}, outside the bundle; a bundle's files must be "
+                "inside its folder, so the bundle is refused before anything is read or run."
+            )
+
+
+def _check_workspace_tree(root: Path) -> None:
+    """Refuse a workspace that a replay could follow out of: a symbolic link with an absolute
+    target (it would still point at the original from the temp copy) or one that resolves
+    outside the workspace, and anything that is not a file, a folder or such a link (a FIFO or
+    a device would hang or flood the copy). Checked before anything is copied or run."""
+    lexical_root = os.path.abspath(root)
+    real_root = os.path.realpath(root)
+    pending = [lexical_root]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    _check_link(entry.path, lexical_root, real_root)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif not entry.is_file(follow_symlinks=False):
+                    raise BundleError(
+                        f"{entry.path} is {_special_kind(entry.path)}, not a file or a folder; a bundle's workspace "
+                        "holds only files, folders and links that stay inside it, so the bundle is refused."
+                    )
+
+
+def _check_link(link: str, lexical_root: str, real_root: str) -> None:
+    target = os.readlink(link)
+    if os.path.isabs(target):
+        raise BundleError(
+            f"{link} is a symbolic link to the absolute path {target!r}; a bundle's workspace may hold only "
+            "relative links that stay inside it, so the bundle is refused — replace the link by the file itself."
+        )
+    # Both the link's text and where it really leads must stay inside: `d/../x` through a link d
+    # to `.` reads as inside but leads out.
+    lexical = Path(os.path.normpath(os.path.join(os.path.dirname(link), target)))
+    if not (lexical.is_relative_to(lexical_root) and Path(os.path.realpath(link)).is_relative_to(real_root)):
+        raise BundleError(
+            f"{link} is a symbolic link to {target!r}, which leads outside the workspace; a bundle's workspace may "
+            "hold only links that stay inside it, so the bundle is refused — replace the link by the file itself."
+        )
+
+
+def _special_kind(path: str) -> str:
+    mode = os.lstat(path).st_mode
+    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device file"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 async def record_bundle(
@@ -385,6 +470,9 @@ def _copy_workspace(source: Path | None, target: Path) -> None:
         return
     if not source.is_dir():
         raise BundleError(f"Workspace {source} does not exist or is not a folder.")
+    # Checked again here, right before copying: a recording must not make a bundle that loading
+    # would refuse, and a Bundle may have been built before its folder changed.
+    _check_workspace_tree(source)
     shutil.copytree(source, target, symlinks=True)
 
 

@@ -58,6 +58,7 @@ def encode_native(cassette: Cassette) -> dict[str, Any]:
         }
         if request.body is not None:
             encoded_request["body"] = writer.encode_body(index, request.body)
+        _check_decoded(interaction.response.headers, f"interactions[{index}].response.headers")
         interactions.append({"request": encoded_request, "response": _encode_response(interaction.response)})
     document: dict[str, Any] = {FORMAT_MARKER: CASSETTE_FORMAT_VERSION}
     if recorded_paths:
@@ -200,6 +201,7 @@ def _decode_response(raw: Mapping[str, Any], where: str) -> RecordedResponse:
             f"{where}.status", f"must be an HTTP status code (0 only with a connection_failed fault), not {status!r}"
         )
     headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
+    _check_decoded(headers, f"{where}.headers")
     try:
         kind = BodyKind(raw.get("kind", "empty"))
     except ValueError:
@@ -285,6 +287,19 @@ def _str_mapping(raw: Any, where: str) -> dict[str, str]:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
         raise FormatProblem(where, "must map header names to string values")
     return dict(mapping)
+
+
+def _check_decoded(headers: Mapping[str, str], where: str) -> None:
+    """A cassette keeps every body decoded; a content-encoding header would make the client try
+    to decompress the replayed body and fail with an error that names neither file nor place."""
+    for name, value in headers.items():
+        if name.lower() == "content-encoding" and value.strip().lower() not in ("", "identity"):
+            raise FormatProblem(
+                where,
+                f"has content-encoding: {value}, but a cassette keeps every body decoded, so the replayed body "
+                "could not be decompressed",
+                "remove that header (the body is already decoded), or re-record the cassette",
+            )
 
 
 def _check_data(value: Any, where: str) -> None:

@@ -123,7 +123,9 @@ def _request_from_vcrpy(raw: Mapping[str, Any], where: str) -> RecordedRequest:
             body = body.decode("utf-8")
         except UnicodeDecodeError:
             raise FormatProblem(
-                f"{where}.body", "is binary (not UTF-8); cassettes hold JSON or text request bodies"
+                f"{where}.body",
+                "is binary (not UTF-8); cassettes hold JSON or text request bodies",
+                "send the request body as JSON or UTF-8 text, or leave that request out of the cassette",
             ) from None
     if body is not None and not isinstance(body, str):
         raise FormatProblem(f"{where}.body", f"must be text or bytes, not {type(body).__name__}")
