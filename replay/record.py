@@ -26,7 +26,7 @@ import httpx2
 import vcr
 from vcr.request import Request as VcrRequest
 
-from replay.cassette import Cassette, interactions_from_vcr, load_cassette, save_cassette
+from replay.cassette import Cassette, CassetteError, interactions_from_vcr, load_cassette, save_cassette
 from replay.fingerprint import Normalizer, fingerprint
 from replay.interaction import Interaction, encode_sse_event, parse_sse
 from replay.placeholders import path_replacements, replace_paths
@@ -195,7 +195,10 @@ class CassetteRecorder:
             recorded_paths = dict(self._existing.recorded_paths)
         replacements = path_replacements(workspace=self.workspace, session_dir=self.session_dir)
         recorded = [self._stored_uri(replace_paths(interaction, replacements)) for interaction in recorded]
-        save_cassette(Cassette(interactions=[*kept, *recorded], recorded_paths=recorded_paths), self.path)
+        try:
+            save_cassette(Cassette(interactions=[*kept, *recorded], recorded_paths=recorded_paths), self.path)
+        except CassetteError as err:
+            raise err.for_source(str(self.path)) from None
 
     def _stored_uri(self, interaction: Interaction) -> Interaction:
         if self.stored_base_url is None:

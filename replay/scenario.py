@@ -18,6 +18,8 @@ from typing import Any, Final, TypeVar
 
 import yaml
 
+from replay.cassette._yaml import load_yaml
+
 __all__ = [
     "SCENARIO_VERSION",
     "Block",
@@ -275,7 +277,8 @@ def load_scenario(path: str | PathLike[str]) -> Scenario:
             reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             raise ScenarioError(f"cannot read the scenario file ({reason}).") from None
         try:
-            document = yaml.safe_load(text)
+            # The cassettes' loader: plain data only, and no aliases (no alias bombs).
+            document = load_yaml(text)
         except yaml.YAMLError as err:
             raise ScenarioError(f"invalid YAML ({_yaml_problem(err)}).") from None
         return _parse_document(document)

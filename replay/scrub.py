@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import gzip
 import json
 import re
 import zlib
@@ -352,10 +351,7 @@ def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
             continue
         if coding in ("gzip", "x-gzip"):
             if body[:2] == b"\x1f\x8b":
-                try:
-                    body = gzip.decompress(body)
-                except (OSError, EOFError, zlib.error) as err:
-                    raise ContentEncodingError(f"its gzip body is corrupt ({err})", "re-record it") from None
+                body = _bounded(body, zlib.MAX_WBITS | 16, "gzip")
         elif coding == "deflate":
             body = _inflate(body)
         elif coding == "br":
@@ -379,7 +375,30 @@ def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
 def _inflate(body: bytes) -> bytes:
     for wbits in (zlib.MAX_WBITS, -zlib.MAX_WBITS):
         try:
-            return zlib.decompress(body, wbits)
-        except zlib.error:
+            return _bounded(body, wbits, "deflate")
+        except ContentEncodingError as err:
+            if "too large" in str(err):
+                raise
             continue
     return body
+
+
+# A compressed body may not expand past this: a small file must not become a memory bomb.
+MAX_DECODED_BODY_BYTES = 256 * 1024 * 1024
+
+
+def _bounded(body: bytes, wbits: int, name: str) -> bytes:
+    """Decompress at most ``MAX_DECODED_BODY_BYTES``; a larger body is refused, not inflated."""
+    decompressor = zlib.decompressobj(wbits)
+    try:
+        data = decompressor.decompress(body, MAX_DECODED_BODY_BYTES)
+    except zlib.error as err:
+        raise ContentEncodingError(f"its {name} body is corrupt ({err})", "re-record it") from None
+    if not decompressor.eof and not decompressor.unconsumed_tail:
+        raise ContentEncodingError(f"its {name} body is corrupt (the compressed data ends early)", "re-record it")
+    if decompressor.unconsumed_tail:
+        raise ContentEncodingError(
+            f"its {name} body decompresses to more than {MAX_DECODED_BODY_BYTES // (1024 * 1024)} MiB (too large)",
+            "refuse it: a recorded answer is never that big",
+        )
+    return data

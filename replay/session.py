@@ -10,6 +10,7 @@ the workspace, so a bundle replays the same from any folder.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import os
@@ -220,6 +221,12 @@ def load_bundle(path: Path) -> Bundle:
     """Read and check a bundle folder."""
     path = Path(path)
     if not path.is_dir():
+        retired = sorted(path.parent.glob(f".{path.name}.old-*")) if path.parent.is_dir() else []
+        if retired:
+            raise BundleError(
+                f"Bundle {path} does not exist: a re-recording was interrupted while swapping it in; the previous "
+                f"bundle is whole at {retired[0]} — rename it back to {path.name}."
+            )
         raise BundleError(f"Bundle {path} does not exist or is not a folder.")
     for name in (SESSION_FILE, CASSETTE_FILE, TRANSCRIPT_FILE):
         if not (path / name).is_file():
@@ -477,15 +484,35 @@ def _copy_workspace(source: Path | None, target: Path) -> None:
 
 
 def _swap_into_place(staging: Path, out: Path) -> None:
-    """Replace ``out`` with the finished ``staging`` folder; the old bundle is removed only
-    once the new one is in place."""
-    if out.exists():
-        retired = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, retired)
+    """Replace ``out`` with the finished ``staging`` folder. Where the system can exchange two
+    names in one step (Linux's renameat2), there is never a moment without a bundle at ``out``;
+    elsewhere the old bundle is renamed away first, and ``load_bundle`` points at it if the
+    process dies between the two renames."""
+    if not out.exists():
         os.replace(staging, out)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.replace(staging, out)
+        return
+    if _exchange(staging, out):
+        shutil.rmtree(staging, ignore_errors=True)  # now holds the old bundle
+        return
+    retired = out.with_name(f".{out.name}.old-{os.getpid()}")
+    os.replace(out, retired)
+    os.replace(staging, out)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically; False where the system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    result = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), _RENAME_EXCHANGE)
+    return result == 0
 
 
 def _scenario_yaml(scenario: Scenario) -> str:

@@ -155,6 +155,16 @@ def _crash_at(point: str, folder: Path) -> None:
 
         Path.open = tearing_open  # type: ignore[method-assign]
         return
+    if point == "bundle-swap":
+        real_rmtree = shutil.rmtree
+
+        def kill_before_deleting_the_old_bundle(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if Path(path).name.startswith(f".{folder.name}."):
+                _kill_self()
+            return real_rmtree(path, *args, **kwargs)
+
+        shutil.rmtree = kill_before_deleting_the_old_bundle  # type: ignore[assignment]
+        return
     name = "fsync" if point == "cassette-fsync" else "replace"
     real = getattr(os, name)
     calls = [0]
@@ -164,15 +174,12 @@ def _crash_at(point: str, folder: Path) -> None:
             return stat.S_ISREG(os.fstat(args[0]).st_mode)
         if point == "cassette-rename":
             return bool(TEMP_FILE.match(Path(str(args[0])).name))
-        return Path(str(args[0])) == folder  # bundle-swap: the old bundle is being retired
+        return False
 
     def crash(*args: Any) -> Any:
         if not at_point(*args):
             return real(*args)
         calls[0] += 1
-        if point == "bundle-swap":
-            real(*args)  # retired; the new bundle is not renamed in yet
-            _kill_self()
         if calls[0] == 2:  # the second cassette save: one complete version is on disk
             _kill_self()
         return real(*args)
@@ -477,11 +484,7 @@ def test_record_bundle_killed_at_random_points_leaves_the_previous_bundle_intact
         bundles.restore()
         outcome = killer.run("bundle", out, delay=rng.uniform(0, bundles.seconds * 1.15), **bundles.job)
         assert outcome.killed or outcome.exit_code == 0, f"the recording failed: {outcome}"
-        if not out.exists():  # killed between the two renames of the swap: see the next test
-            [retired] = [entry for entry in parent.iterdir() if entry.name.startswith(f".{out.name}.old-")]
-            assert _tree(retired) == bundles.previous
-            outcomes["retired"] = outcomes.get("retired", 0) + 1
-            continue
+        assert out.exists(), "the swap left no bundle at its name"
         tree = _tree(out)
         assert tree in (bundles.previous, bundles.new), "the bundle is neither the previous one nor the new one"
         outcomes["previous" if tree == bundles.previous else "new"] += 1
@@ -492,19 +495,17 @@ def test_record_bundle_killed_at_random_points_leaves_the_previous_bundle_intact
     assert outcomes["previous"] >= 1
 
 
-def test_a_kill_between_the_two_renames_of_the_swap_keeps_the_previous_bundle_whole_under_its_retired_name(
+def test_a_kill_right_after_the_swap_leaves_the_new_bundle_in_place_and_the_old_one_hidden(
     killer: Killer, bundles: Bundles
 ) -> None:
-    # The swap is two renames (old bundle out of the way, new one in), so there is an instant with
-    # no bundle at the name: nothing is lost, but no loader looks at the retired name.
+    # The swap exchanges the two folders in one step (renameat2), so there is no instant without
+    # a bundle at the name; a kill before the old one is deleted leaves it under a hidden name.
     bundles.restore()
 
     outcome = killer.run("bundle", bundles.out, crash_at="bundle-swap", **bundles.job)
 
     assert outcome.killed
-    assert not bundles.out.exists()
-    [retired] = [entry for entry in bundles.out.parent.iterdir() if ".old-" in entry.name]
-    [staging] = [entry for entry in bundles.out.parent.iterdir() if entry != retired]
-    assert retired.name.startswith(f".{bundles.out.name}.old-") and _tree(retired) == bundles.previous
-    assert staging.name.startswith(f".{bundles.out.name}.") and _tree(staging) == bundles.new
-    assert find_bundles([bundles.out.parent]) == []
+    assert _tree(bundles.out) == bundles.new
+    [old] = [entry for entry in bundles.out.parent.iterdir() if entry != bundles.out]
+    assert old.name.startswith(f".{bundles.out.name}.") and _tree(old) == bundles.previous
+    assert find_bundles([bundles.out.parent]) == [bundles.out]

@@ -179,7 +179,8 @@ MALFORMED = {
     ),
     "unknown top-level key": (
         "version: 1\nturn: []\n",
-        "unknown key 'turn' in the scenario file; expected keys are version, name, model, prompts, settings, session, turns.",
+        "unknown key 'turn' in the scenario file; "
+        "expected keys are version, name, model, prompts, settings, session, turns.",
     ),
     "content not a list": (
         TURNS + "  - content: hello\n",
@@ -275,7 +276,7 @@ MALFORMED = {
     ),
     "invalid YAML": (
         "version: 1\nturns: [\n  - a: b: c\n",
-        "invalid YAML (expected the node content, but found '-' at line 3, column 3).",
+        "invalid YAML (did not find expected node content at line 3, column 3).",
     ),
 }
 
