@@ -130,7 +130,11 @@ class ModelCall:
                 yield TraceEvent(
                     TraceKind.FALLBACK,
                     turn,
-                    {"fallback": FallbackKind.STREAMING.value, "error": error.kind.value, "tombstoned": len(partial_ids)},
+                    {
+                        "fallback": FallbackKind.STREAMING.value,
+                        "error": error.kind.value,
+                        "tombstoned": len(partial_ids),
+                    },
                 )
                 for item in self._abandon_attempt(STREAMING_FALLBACK_RESULT):
                     yield item

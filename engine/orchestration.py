@@ -203,8 +203,12 @@ class StreamingToolExecutor:
 
     async def results(self) -> AsyncIterator[ToolRun]:
         """Every call's result, in the order the calls were added, once each is done."""
+        deps = self._rctx.deps
         for entry in self._entries:
-            yield await entry.done
+            run = await entry.done
+            if not run.message.uuid:
+                run.message.uuid, run.message.timestamp = deps.uuid(), deps.now()
+            yield run
 
     def discard(self, reason: str, *, outcome: ToolOutcome = ToolOutcome.CANCELLED) -> None:
         """Stop queued calls and answer running ones with a synthetic error (``reason``);
@@ -286,12 +290,11 @@ def synthetic_tool_run(
         tool_use_id=block["id"],
         tool_name=block["name"],
         outcome=outcome,
-        message=_result_message(deps, block, assistant, text, is_error=True),
+        message=_result_message(block, assistant, text, is_error=True),
     )
 
 
 def _result_message(
-    deps: QueryDeps,
     block: JsonDict,
     assistant: AssistantMessage,
     content: str | list[JsonDict],
@@ -299,9 +302,12 @@ def _result_message(
     is_error: bool,
     observed: Any = None,
 ) -> UserMessage:
-    return UserMessage.create(
-        deps,
-        [tool_result_block(block["id"], content, is_error=is_error)],
+    # Unstamped: the uuid and timestamp are drawn when results are handed out, in tool_use order,
+    # so a seeded run does not depend on which concurrent tool finished first.
+    return UserMessage(
+        uuid="",
+        timestamp="",
+        message={"role": "user", "content": [tool_result_block(block["id"], content, is_error=is_error)]},
         tool_use_result=observed if observed is not None else content,
         source_tool_assistant_uuid=assistant.uuid,
     )
@@ -317,14 +323,13 @@ async def run_tool_use(
 ) -> ToolRun:
     """One tool call through the whole pipeline: lookup, validation, hooks, permissions, the
     call itself (abortable), size limits. Never raises: every failure is an error result."""
-    deps = rctx.deps
 
     def fail(text: str, outcome: ToolOutcome, **extra: Any) -> ToolRun:
         return ToolRun(
             tool_use_id=block["id"],
             tool_name=block["name"],
             outcome=outcome,
-            message=_result_message(deps, block, assistant, text, is_error=True),
+            message=_result_message(block, assistant, text, is_error=True),
             **extra,
         )
 
@@ -393,7 +398,7 @@ async def run_tool_use(
         tool_use_id=block["id"],
         tool_name=tool.name,
         outcome=outcome,
-        message=_result_message(deps, block, assistant, content, is_error=is_error, observed=content),
+        message=_result_message(block, assistant, content, is_error=is_error, observed=content),
         prevent_continuation=pre.prevent_continuation or post.prevent_continuation,
         stop_reason=post.stop_reason or pre.stop_reason,
         hook_runs=pre.runs + post.runs,

@@ -104,7 +104,8 @@ def _encode_response(response: RecordedResponse) -> dict[str, Any]:
     if response.kind is BodyKind.SSE:
         encoded["events"] = [_encode_event(event) for event in response.body]
     elif response.kind is not BodyKind.EMPTY:
-        encoded["body"] = sorted_data(response.body)
+        # A response keeps its key order: a tool input is replayed exactly as the model wrote it.
+        encoded["body"] = response.body
     if response.fault is not None:
         fault: dict[str, Any] = {"kind": response.fault.kind.value}
         if response.fault.after_events is not None:
@@ -117,7 +118,7 @@ def _encode_response(response: RecordedResponse) -> dict[str, Any]:
 
 def _encode_event(event: SseEvent) -> dict[str, Any]:
     encoded: dict[str, Any] = {} if event.event is None else {"event": event.event}
-    encoded["data"] = sorted_data(event.data)
+    encoded["data"] = event.data
     text = canonical_json(event.data)
     # A short event reads best on one line; a multi-line string reads best as a literal block.
     if len(text) <= _ONE_LINE_EVENT and "\\n" not in text:

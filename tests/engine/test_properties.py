@@ -409,26 +409,6 @@ def test_every_generated_run_keeps_the_loop_invariants(
         note_what_was_played(script, played)
 
 
-def with_sorted_tool_inputs(script: list[JsonDict]) -> list[JsonDict]:
-    """The script with each tool_use input's keys in sorted order.
-
-    A cassette stores a JSON response body with its keys sorted, so a tool input answered
-    without streaming (after a dropped stream) replays in another key order than it was
-    recorded in: tests/engine/regressions/test_replay_key_order.py (xfail). Sorted inputs keep
-    this property about everything else; drop this once that test passes.
-    """
-
-    def sort_inputs(content: list[JsonDict]) -> list[JsonDict]:
-        return [
-            {"tool_use": {**b["tool_use"], "input": dict(sorted(b["tool_use"]["input"].items()))}}
-            if "tool_use" in b
-            else b
-            for b in content
-        ]
-
-    return [{**item, "content": sort_inputs(item["content"])} if "content" in item else item for item in script]
-
-
 async def record_and_replay(
     root: Path,
     script: list[JsonDict],
@@ -445,11 +425,9 @@ async def record_and_replay(
     bundle = await record_bundle(
         root / "bundle",
         prompts=prompts,
-        scenario=Scenario.from_list(with_sorted_tool_inputs(script)),
+        scenario=Scenario.from_list(script),
         workspace=workspace,
-        # One tool at a time: concurrent tools make the transcript depend on which one finishes
-        # first (tests/engine/regressions/test_concurrent_tool_results.py, xfail).
-        settings=EngineSettings(**{**options, "max_tool_concurrency": 1}),
+        settings=EngineSettings(**options),
         options=SessionOptions(interrupt=interrupt),
     )
     return bundle, await replay_bundle(bundle)

@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from tests.engine.conftest import make_session
 from tests.engine.probe_tools import Journal, ProbeTool, probe
 
@@ -43,10 +41,6 @@ async def transcript_when_finishing(root: Path, first: str, then: str) -> bytes:
     return session.transcript_bytes().replace(str(root).encode(), b"<root>")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a parallel tool's result draws its uuid and timestamp when it finishes, so finishing order shows",
-)
 async def test_the_transcript_does_not_depend_on_which_parallel_tool_finishes_first(tmp_path: Path) -> None:
     in_call_order = await transcript_when_finishing(tmp_path / "a", "one", "two")
     reversed_order = await transcript_when_finishing(tmp_path / "b", "two", "one")
