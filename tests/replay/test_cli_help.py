@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from replay.cli import app
 
 runner = CliRunner()
-COMMANDS = ("run", "verify", "record", "diff", "show", "serve", "coverage", "demo")
+COMMANDS = ("run", "verify", "record", "diff", "show", "serve", "coverage", "scrub", "demo")
 
 
 def test_replay_help_lists_every_command_and_a_first_session() -> None:
