@@ -13,8 +13,8 @@ from engine.tools.base import (
     ToolUseContext,
 )
 from engine.tools.workspace import (
-    WorkspaceEscapeError,
     backfill_path_field,
+    path_permission,
     resolve_in_workspace,
 )
 
@@ -51,11 +51,8 @@ class EditTool(Tool):
 
     async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
         """Editing outside the workspace is denied; inside it, the session's policy is asked."""
-        try:
-            resolve_in_workspace(tool_input["file_path"], ctx.workspace_root)
-        except WorkspaceEscapeError as exc:
-            return PermissionDecision.deny(str(exc))
-        return PermissionDecision.ask(f"Edit wants to modify the file {tool_input['file_path']}.")
+        path = tool_input["file_path"]
+        return path_permission(path, ctx.workspace_root, ask=f"Edit wants to modify the file {path}.")
 
     async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
         """Apply the replacement and confirm it, or raise a ToolError saying why it cannot apply."""

@@ -16,10 +16,10 @@ from engine.tools.base import (
     ToolUseContext,
 )
 from engine.tools.workspace import (
-    WorkspaceEscapeError,
     backfill_path_field,
     display_path,
     iter_workspace_files,
+    path_permission,
     resolve_in_workspace,
 )
 
@@ -148,11 +148,7 @@ class GlobTool(Tool):
 
     async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
         """Searching inside the workspace is allowed; outside it is denied."""
-        try:
-            resolve_in_workspace(tool_input.get("path") or ".", ctx.workspace_root)
-        except WorkspaceEscapeError as exc:
-            return PermissionDecision.deny(str(exc))
-        return PermissionDecision.allow()
+        return path_permission(tool_input.get("path") or ".", ctx.workspace_root)
 
     async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
         """Return the matching paths, one a line, or ``No files found``."""

@@ -13,8 +13,8 @@ from engine.tools.base import (
     ToolUseContext,
 )
 from engine.tools.workspace import (
-    WorkspaceEscapeError,
     backfill_path_field,
+    path_permission,
     resolve_in_workspace,
 )
 
@@ -61,11 +61,7 @@ class ReadTool(Tool):
 
     async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
         """Reading inside the workspace is allowed; outside it is denied."""
-        try:
-            resolve_in_workspace(tool_input["file_path"], ctx.workspace_root)
-        except WorkspaceEscapeError as exc:
-            return PermissionDecision.deny(str(exc))
-        return PermissionDecision.allow()
+        return path_permission(tool_input["file_path"], ctx.workspace_root)
 
     async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
         """Return the numbered lines and record the file's mtime in ``ctx.read_file_state``."""

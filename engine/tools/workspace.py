@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.tools.base import JsonDict, ToolError, ToolUseContext
+from engine.tools.base import JsonDict, PermissionDecision, ToolError, ToolUseContext
 
 __all__ = [
     "WorkspaceEscapeError",
@@ -90,3 +90,13 @@ def backfill_path_field(tool_input: JsonDict, key: str, ctx: ToolUseContext) -> 
         tool_input[key] = str(resolve_in_workspace(value, ctx.workspace_root))
     except (ToolError, OSError, ValueError):
         return
+
+
+def path_permission(path: str, root: Path, *, ask: str | None = None) -> PermissionDecision:
+    """A file tool's permission for ``path``: denied outside the workspace (the escape error is
+    the reason); inside it, allowed — or put to the session's policy with the question ``ask``."""
+    try:
+        resolve_in_workspace(path, root)
+    except WorkspaceEscapeError as exc:
+        return PermissionDecision.deny(str(exc))
+    return PermissionDecision.ask(ask) if ask is not None else PermissionDecision.allow()

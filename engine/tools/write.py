@@ -11,8 +11,8 @@ from engine.tools.base import (
     ToolUseContext,
 )
 from engine.tools.workspace import (
-    WorkspaceEscapeError,
     backfill_path_field,
+    path_permission,
     resolve_in_workspace,
 )
 
@@ -41,11 +41,8 @@ class WriteTool(Tool):
 
     async def check_permissions(self, tool_input: JsonDict, ctx: ToolUseContext) -> PermissionDecision:
         """Writing outside the workspace is denied; inside it, the session's policy is asked."""
-        try:
-            resolve_in_workspace(tool_input["file_path"], ctx.workspace_root)
-        except WorkspaceEscapeError as exc:
-            return PermissionDecision.deny(str(exc))
-        return PermissionDecision.ask(f"Write wants to write the file {tool_input['file_path']}.")
+        path = tool_input["file_path"]
+        return path_permission(path, ctx.workspace_root, ask=f"Write wants to write the file {path}.")
 
     async def call(self, tool_input: JsonDict, ctx: ToolUseContext) -> ToolResult:
         """Write the file and say whether it was created or overwritten."""
