@@ -270,7 +270,7 @@ class StreamingToolExecutor:
             self._process_queue()
 
     def _synthetic(self, entry: _Entry, text: str, outcome: ToolOutcome) -> ToolRun:
-        return synthetic_tool_run(entry.block, entry.assistant, self._rctx.deps, text, outcome)
+        return synthetic_tool_run(entry.block, entry.assistant, text, outcome)
 
 
 async def run_tools(calls: Sequence[tuple[JsonDict, AssistantMessage]], rctx: ToolRunContext) -> AsyncIterator[ToolRun]:
@@ -282,9 +282,7 @@ async def run_tools(calls: Sequence[tuple[JsonDict, AssistantMessage]], rctx: To
         yield run
 
 
-def synthetic_tool_run(
-    block: JsonDict, assistant: AssistantMessage, deps: QueryDeps, text: str, outcome: ToolOutcome
-) -> ToolRun:
+def synthetic_tool_run(block: JsonDict, assistant: AssistantMessage, text: str, outcome: ToolOutcome) -> ToolRun:
     """An error result for a call that did not (or could not) run to the end."""
     return ToolRun(
         tool_use_id=block["id"],
