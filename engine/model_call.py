@@ -340,8 +340,9 @@ class ModelCall:
         return self.executor.results()
 
     async def settle_tools(self, reason: str, outcome: ToolOutcome) -> list[ToolRun]:
-        """Results for every tool call of this response when it will not run normally: what
-        already finished keeps its real result, the rest are answered with ``reason``."""
+        """Results for every tool call of this response when it will not run normally: each is
+        answered with ``reason``, even one whose tool already finished while the model streamed
+        (whether it had is a matter of timing; none of them was handed out)."""
         self.executor.discard(reason, outcome=outcome)
         self.start_tools()  # calls not handed over yet are answered at once, never started
         return [run async for run in self.executor.results()]
