@@ -1,0 +1,2 @@
+def render(words):
+    return " ".join(words)

@@ -1,0 +1,37 @@
+"""An interrupt that meets concurrent tools replays the same way every time.
+
+The library's ``interrupt-during-parallel-globs`` bundle aborts after the first of two parallel
+Globs is handed out, while the second may or may not have finished in its worker thread. Before
+the executor decided outcomes in tool_use order, 13 of 30 replays of this unchanged bundle
+reported DRIFT; here it is replayed 50 times in one process and must match every time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from replay.runner import Verdict, run_bundle
+from replay.session import load_bundle
+
+LIBRARY = Path(__file__).resolve().parents[2] / "cassettes"
+BUNDLE = LIBRARY / "interrupt-during-parallel-globs"
+REPLAYS = 50
+
+
+def test_the_bundle_records_the_second_parallel_glob_as_interrupted() -> None:
+    trace = (BUNDLE / "trace.txt").read_text(encoding="utf-8")
+    assert "tools batch 1 (concurrent): Glob success, Glob interrupted" in trace
+    assert "terminal: aborted_tools" in trace
+
+
+async def test_the_interrupt_during_parallel_globs_replays_fifty_times_and_matches_every_time() -> None:
+    bundle = load_bundle(BUNDLE)
+    verdicts: Counter[Verdict] = Counter()
+    drift: list[str] = []
+    for _ in range(REPLAYS):
+        report = await run_bundle(bundle)
+        verdicts[report.verdict] += 1
+        drift.extend(report.differences[:1])
+
+    assert verdicts == Counter({Verdict.MATCH: REPLAYS}), drift[:3]
