@@ -10,7 +10,6 @@ import socket
 import struct
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -444,20 +443,17 @@ def test_the_context_manager_starts_and_stops() -> None:
         socket.create_connection(address(server), timeout=5).close()
 
 
-async def test_stop_while_a_client_is_mid_stream_finishes_within_two_seconds(serve: Serve) -> None:
+async def test_stop_while_a_client_is_mid_stream_returns_and_refuses_new_connections(serve: Serve) -> None:
     # Megabytes of events: the server is still writing (blocked on a full socket) when stop() comes.
     server = serve(fake(text_turn("x" * 1_000_000)))
 
     async with async_sdk(server) as client:
         stream = await client.messages.create(**REQUEST, stream=True)
         first = await stream.__aiter__().__anext__()
-        started = time.monotonic()
-        server.stop()
-        elapsed = time.monotonic() - started
+        server.stop()  # returns although the writer is blocked on a full socket (a hang fails)
         await stream.close()
 
     assert first.type == "message_start"
-    assert elapsed < 2.0
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(address(server), timeout=5).close()
 

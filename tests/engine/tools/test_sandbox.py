@@ -19,7 +19,6 @@ import asyncio
 import hashlib
 import json
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -184,10 +183,8 @@ async def test_bash_in_a_replay_is_timed_out_bounded_and_sees_no_credentials(
     )
     assert load_bundle(bundle.path).spec.settings.bash_timeout_s == 0.3
 
-    started = time.monotonic()
     run = await replay_bundle(bundle.path)
 
-    assert time.monotonic() - started < 10  # the sleep 30 was killed
     assert tool_results(run.transcript) == [
         "started\nCommand timed out after 0.3 seconds and was killed.",
         ("0123456789\n" * 6)[:60]
