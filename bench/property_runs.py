@@ -26,10 +26,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, settings
 
-from tests.engine import conftest  # noqa: E402
-from tests.engine.test_properties import (  # noqa: E402
+from tests.engine import conftest
+from tests.engine.test_properties import (
     abort_points,
     engine_settings,
     hook_names,
@@ -48,7 +48,9 @@ def time_runs(count: int) -> list[float]:
     @settings(
         max_examples=count, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
     )
-    @given(script=scripts, prompts=prompts_with_images, options=engine_settings, hooks=hook_names, abort_at=abort_points)
+    @given(
+        script=scripts, prompts=prompts_with_images, options=engine_settings, hooks=hook_names, abort_at=abort_points
+    )
     def one(script: list[Any], prompts: list[Any], options: dict[str, Any], hooks: str, abort_at: int | None) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-property-") as temp:
             started = time.perf_counter()
