@@ -313,9 +313,11 @@ class StreamingToolExecutor:
                     entry.block, entry.assistant, self._rctx, siblings=entry.cancel, check=entry.check
                 )
             except asyncio.CancelledError:
-                # Cancelled from outside (the loop shutting down): nobody will hand this out.
-                result = self._synthetic(entry, "Cancelled", ToolOutcome.CANCELLED)
-                self._finish(entry, result)
+                # Stopped (its result will not be handed out) or the loop is shutting down: settle
+                # it without starting anything else.
+                entry.status = _Status.COMPLETED
+                if not entry.done.done():
+                    entry.done.set_result(self._synthetic(entry, "Cancelled", ToolOutcome.CANCELLED))
                 raise
             if _fails_its_batch(entry, result):
                 self._cancel_later_siblings(entry)
