@@ -26,6 +26,7 @@ class EditTool(Tool):
     ``replace_all``. An empty ``old_string`` creates a new file holding ``new_string``."""
 
     name = "Edit"
+    path_fields = ("file_path",)
     description = (
         "Replaces old_string with new_string in a workspace file. old_string must match the "
         "file exactly (including indentation) and must be unique in it unless replace_all is "

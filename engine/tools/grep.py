@@ -58,6 +58,7 @@ class GrepTool(Tool):
     """Searches file contents line by line with a Python regular expression."""
 
     name = "Grep"
+    path_fields = ("path",)
     description = (
         "Searches the contents of workspace files for a regular expression (Python `re` syntax), "
         "line by line. `path` is a file or directory to search (default: the workspace root); "

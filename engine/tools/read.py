@@ -41,6 +41,7 @@ class ReadTool(Tool):
     """Reads a text file in the workspace, optionally a window of it (``offset``, ``limit``)."""
 
     name = "Read"
+    path_fields = ("file_path",)
     description = (
         "Reads a text file from the workspace. file_path may be relative to the workspace root "
         "or absolute inside it. By default up to 2000 lines are returned from the start of the "

@@ -23,6 +23,7 @@ class WriteTool(Tool):
     """Writes ``content`` to ``file_path``, creating missing parent folders inside the workspace."""
 
     name = "Write"
+    path_fields = ("file_path",)
     description = (
         "Writes a file in the workspace, replacing it if it exists. file_path may be relative to "
         "the workspace root or absolute inside it; missing parent directories are created. "
