@@ -13,9 +13,9 @@ import os
 import stat
 from enum import StrEnum
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
-__all__ = ["FileKind", "NotARegularFileError", "file_kind", "open_regular_file"]
+__all__ = ["FileKind", "NotARegularFileError", "file_kind", "open_regular_file", "open_regular_file_for_writing"]
 
 
 class FileKind(StrEnum):
@@ -59,10 +59,35 @@ def open_regular_file(path: Path) -> tuple[BinaryIO, os.stat_result]:
     Raises ``NotARegularFileError`` for anything else (without blocking), and ``OSError`` as
     ``os.open`` does (``FileNotFoundError`` for a missing file or a broken link).
     """
+    fd, status = _open_regular(path, os.O_RDONLY)
+    return os.fdopen(fd, "rb", buffering=0), status
+
+
+def open_regular_file_for_writing(path: Path) -> TextIO:
+    """``path`` created or emptied and opened for writing UTF-8 text byte for byte (no newline
+    translation), if it is (or becomes) a regular file.
+
+    Raises ``NotARegularFileError`` for anything else, without blocking (a FIFO with no reader
+    would wait for one) and without writing to it (a FIFO with a reader would pass it on).
+    """
+    # Emptied only once fstat says it is a regular file: O_TRUNC would act before the check.
+    fd, _ = _open_regular(path, os.O_WRONLY | os.O_CREAT)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+
+def _open_regular(path: Path, flags: int) -> tuple[int, os.stat_result]:
+    """A descriptor for ``path`` opened non-blocking with ``flags``, and its status, if it is a
+    regular file; blocking mode is restored (it means nothing for a regular file anyway)."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o666)
     except OSError as exc:
-        # A socket cannot be opened at all (ENXIO); say what it is rather than "no such device".
+        # A socket cannot be opened at all, nor a FIFO for writing while no one reads it (ENXIO):
+        # say what it is rather than "no such device or address".
         if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):
             try:
                 kind = file_kind(os.stat(path).st_mode)
@@ -76,9 +101,8 @@ def open_regular_file(path: Path) -> tuple[BinaryIO, os.stat_result]:
         kind = file_kind(status.st_mode)
         if kind is not FileKind.REGULAR:
             raise NotARegularFileError(kind)
-        # Non-blocking mode means nothing for a regular file; clear it all the same.
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=0), status
+        return fd, status
     except BaseException:
         os.close(fd)
         raise

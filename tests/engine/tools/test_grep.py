@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -14,6 +13,7 @@ import jsonschema
 import pytest
 
 from engine.tools import GrepTool, ToolError, ToolUseContext, WorkspaceEscapeError
+from tests.engine.tools.hang_guard import run_guarded
 
 
 @pytest.fixture
@@ -125,19 +125,17 @@ def test_the_schema_rejects_bad_input(bad_input: dict[str, object]) -> None:
 # Hostile workspaces: special files and files of gigabytes.
 
 
-async def test_fifos_and_sockets_are_skipped_and_never_opened(ctx: ToolUseContext) -> None:
+def test_fifos_and_sockets_are_skipped_and_never_opened(ctx: ToolUseContext) -> None:
     os.mkfifo(ctx.workspace_root / "pipe.txt")
     socket.socket(socket.AF_UNIX).bind(str(ctx.workspace_root / "sock.txt"))
     (ctx.workspace_root / "link-to-pipe.txt").symlink_to("pipe.txt")
 
-    # Grep runs in a worker thread, so a FIFO opened for a blocking read would hang it for ever;
-    # the guard turns that into a failure.
-    assert await asyncio.wait_for(grep(ctx, pattern="TODO"), timeout=30) == "Found 2 files\nsrc/a.py\nsrc/z.py"
+    assert run_guarded(lambda: grep(ctx, pattern="TODO")) == "Found 2 files\nsrc/a.py\nsrc/z.py"
 
 
-async def test_a_fifo_named_as_the_path_finds_nothing(ctx: ToolUseContext) -> None:
+def test_a_fifo_named_as_the_path_finds_nothing(ctx: ToolUseContext) -> None:
     os.mkfifo(ctx.workspace_root / "pipe.txt")
-    assert await asyncio.wait_for(grep(ctx, pattern="x", path="pipe.txt"), timeout=30) == "No files found"
+    assert run_guarded(lambda: grep(ctx, pattern="x", path="pipe.txt")) == "No files found"
 
 
 def test_a_large_file_is_searched_in_its_first_16_mib_only_with_bounded_memory(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import re
@@ -26,6 +25,7 @@ from engine.tools import (
     WorkspaceEscapeError,
 )
 from engine.tools.read import MAX_LINE_CHARS
+from tests.engine.tools.hang_guard import run_guarded
 from engine.tools.text_window import MAX_SCAN_BYTES, SCAN_CHUNK_BYTES, UndecodableTextError, read_line_window
 
 
@@ -170,24 +170,20 @@ def test_the_schema_rejects_bad_input(bad_input: dict[str, object]) -> None:
     ],
     ids=["fifo", "socket"],
 )
-async def test_a_special_file_is_refused_without_opening_it_for_a_blocking_read(
+def test_a_special_file_is_refused_without_opening_it_for_a_blocking_read(
     ctx: ToolUseContext, make: Any, kind: str
 ) -> None:
     make(ctx.workspace_root / "special")
-    # A FIFO opened for a blocking read waits for a writer forever; the guard only turns that
-    # hang into a failure instead of a stuck suite.
-    call = asyncio.wait_for(ReadTool().call({"file_path": "special"}, ctx), timeout=30)
     with pytest.raises(ToolError, match=rf"^Cannot read special: it is {re.escape(kind)}, not a regular file; "):
-        await call
+        run_guarded(lambda: ReadTool().call({"file_path": "special"}, ctx))
     assert ctx.read_file_state == {}
 
 
-async def test_a_link_to_a_fifo_is_refused_like_the_fifo(ctx: ToolUseContext) -> None:
+def test_a_link_to_a_fifo_is_refused_like_the_fifo(ctx: ToolUseContext) -> None:
     os.mkfifo(ctx.workspace_root / "pipe")
     (ctx.workspace_root / "link").symlink_to("pipe")
-    call = asyncio.wait_for(ReadTool().call({"file_path": "link"}, ctx), timeout=30)
     with pytest.raises(ToolError, match=r"^Cannot read link: it is a FIFO \(named pipe\)"):
-        await call
+        run_guarded(lambda: ReadTool().call({"file_path": "link"}, ctx))
 
 
 async def test_a_3_gb_sparse_file_is_refused_as_binary_from_its_head(ctx: ToolUseContext) -> None:
