@@ -41,6 +41,7 @@ from engine.tools.base import (
     ToolError,
     ToolUseContext,
 )
+from engine.tools.input_limits import brief_message, input_limit_problem
 from engine.tools.result_storage import apply_result_size_limit, empty_result_text
 
 __all__ = [
@@ -154,6 +155,8 @@ _VALIDATORS: dict[int, Any] = {}
 
 
 def _validation_error(tool: Tool, tool_input: Any) -> str | None:
+    if (too_big := input_limit_problem(tool, tool_input)) is not None:
+        return too_big  # before the schema: its messages quote values, however long
     validator = _VALIDATORS.get(id(tool))
     if validator is None or validator.schema is not tool.input_schema:
         validator = jsonschema.Draft202012Validator(tool.input_schema)
@@ -162,7 +165,7 @@ def _validation_error(tool: Tool, tool_input: Any) -> str | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
-    return f"{error.message}" + (f" (at {where})" if where else "")
+    return brief_message(f"{error.message}" + (f" (at {where})" if where else ""))
 
 
 class _Status(StrEnum):

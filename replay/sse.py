@@ -22,6 +22,7 @@ from replay.scenario import (
 
 __all__ = [
     "DELTA_CHARS",
+    "MAX_DELTAS_PER_STRING",
     "Event",
     "SseEvent",
     "count_message_events",
@@ -35,6 +36,10 @@ __all__ = [
 # Small pieces make every block span several deltas, which is what the SDK's accumulator
 # and the engine's streaming code must cope with on the real wire.
 DELTA_CHARS: Final = 24
+# A longer string gets longer pieces instead of more of them: events cost far more than
+# characters (in the cassette, and for the SDK, which re-parses a tool's whole partial JSON on
+# every delta), so a stream's size must grow with its content, not with its piece count.
+MAX_DELTAS_PER_STRING: Final = 64
 
 Event = tuple[str, dict[str, Any]]
 
@@ -193,7 +198,9 @@ def _tool_use_id(block: ToolUseBlock) -> str:
 
 
 def _pieces(text: str) -> list[str]:
-    return [text[start : start + DELTA_CHARS] for start in range(0, len(text), DELTA_CHARS)]
+    """``text`` in pieces of 24 characters, or of ``len / 64`` (rounded up) when that is longer."""
+    size = max(DELTA_CHARS, -(-len(text) // MAX_DELTAS_PER_STRING))
+    return [text[start : start + size] for start in range(0, len(text), size)]
 
 
 def _content_chars(content: Sequence[Block]) -> int:

@@ -88,6 +88,8 @@ class Tool(ABC):
     is_read_only: bool = False
     # None means unlimited (Read): the result is never persisted to a file.
     max_result_size_chars: int | None = 50_000
+    # Input fields that name a file or folder; their length is limited (engine.tools.input_limits).
+    path_fields: tuple[str, ...] = ()
 
     def is_concurrency_safe(self, tool_input: JsonDict) -> bool:
         return self.is_read_only

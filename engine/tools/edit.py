@@ -12,13 +12,18 @@ from engine.tools.base import (
     ToolResult,
     ToolUseContext,
 )
+from engine.tools.regular_files import NotARegularFileError, open_regular_file, open_regular_file_for_writing
 from engine.tools.workspace import (
     backfill_path_field,
     path_permission,
     resolve_in_workspace,
 )
 
-__all__ = ["EditTool"]
+__all__ = ["MAX_EDIT_BYTES", "MAX_EDIT_MIB", "EditTool"]
+
+# An edit holds the whole file (twice, before and after); past this it is refused unread.
+MAX_EDIT_MIB = 16
+MAX_EDIT_BYTES = MAX_EDIT_MIB * 2**20
 
 
 class EditTool(Tool):
@@ -26,6 +31,7 @@ class EditTool(Tool):
     ``replace_all``. An empty ``old_string`` creates a new file holding ``new_string``."""
 
     name = "Edit"
+    path_fields = ("file_path",)
     description = (
         "Replaces old_string with new_string in a workspace file. old_string must match the "
         "file exactly (including indentation) and must be unique in it unless replace_all is "
@@ -104,20 +110,41 @@ class EditTool(Tool):
 
 
 def _read(path: Path, file_path: str) -> str:
-    """The file as UTF-8 text, or a ToolError naming the file and the problem."""
+    """The file as UTF-8 text, or a ToolError naming the file and the problem.
+
+    Only a regular file of at most ``MAX_EDIT_MIB`` is read: a FIFO would block the open, and
+    an edit holds the whole file (a sparse file can claim gigabytes without costing any disk).
+    """
     try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(f"Cannot edit {file_path}: it is not valid UTF-8 text.") from exc
+        stream, status = open_regular_file(path)
+    except NotARegularFileError as exc:
+        raise ToolError(f"Cannot edit {file_path}: {exc}.") from exc
     except OSError as exc:
         raise ToolError(f"Cannot read {file_path}: {exc.strerror or exc}.") from exc
+    with stream:
+        if status.st_size > MAX_EDIT_BYTES:
+            raise ToolError(
+                f"Cannot edit {file_path}: it is {status.st_size:,} bytes; Edit works on files up to {MAX_EDIT_MIB} MiB."
+            )
+        try:
+            data = stream.read(MAX_EDIT_BYTES + 1) or b""
+        except OSError as exc:
+            raise ToolError(f"Cannot read {file_path}: {exc.strerror or exc}.") from exc
+    if len(data) > MAX_EDIT_BYTES:  # it grew after the check
+        raise ToolError(f"Cannot edit {file_path}: it is over {MAX_EDIT_MIB} MiB; Edit works on files up to that.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"Cannot edit {file_path}: it is not valid UTF-8 text.") from exc
 
 
 def _write(path: Path, text: str, file_path: str) -> None:
     """Write ``text`` byte for byte (no newline translation), creating parent folders."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8", newline="") as handle:
+        with open_regular_file_for_writing(path) as handle:
             handle.write(text)
+    except NotARegularFileError as exc:
+        raise ToolError(f"Cannot write {file_path}: {exc}.") from exc
     except OSError as exc:
         raise ToolError(f"Cannot write {file_path}: {exc.strerror or exc}.") from exc

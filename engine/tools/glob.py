@@ -127,6 +127,7 @@ class GlobTool(Tool):
     """Lists workspace files matching a glob, sorted by path, relative to the workspace root."""
 
     name = "Glob"
+    path_fields = ("path",)
     description = (
         "Finds files in the workspace by glob pattern, e.g. '**/*.py' or 'src/**/*.{ts,tsx}'. "
         "The pattern is matched against paths relative to `path` (default: the workspace root). "

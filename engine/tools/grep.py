@@ -6,6 +6,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from engine.tools.base import (
     JsonDict,
@@ -16,6 +17,7 @@ from engine.tools.base import (
     ToolUseContext,
 )
 from engine.tools.glob import compile_glob
+from engine.tools.regular_files import NotARegularFileError, open_regular_file
 from engine.tools.workspace import (
     backfill_path_field,
     display_path,
@@ -24,10 +26,16 @@ from engine.tools.workspace import (
     resolve_in_workspace,
 )
 
-__all__ = ["OUTPUT_MODES", "GrepTool"]
+__all__ = ["MAX_SEARCH_BYTES", "MAX_SEARCH_MIB", "OUTPUT_MODES", "GrepTool"]
 
 OUTPUT_MODES = ("files_with_matches", "content", "count")
 _BINARY_SNIFF_BYTES = 8_192
+# A search holds one file's text at a time; past this much of a file (a log of gigabytes, a
+# sparse file) it stops, and the result says which files were cut.
+MAX_SEARCH_MIB = 16
+MAX_SEARCH_BYTES = MAX_SEARCH_MIB * 2**20
+# How many cut files the note names.
+_MAX_NAMED_CUT_FILES = 5
 
 
 @dataclass(frozen=True)
@@ -38,10 +46,19 @@ class _FileMatches:
     lines: list[tuple[int, str]]
 
 
+@dataclass(frozen=True)
+class _SearchResult:
+    """The files with matches, and the files searched in their first ``MAX_SEARCH_BYTES`` only."""
+
+    found: list[_FileMatches]
+    cut: list[str]
+
+
 class GrepTool(Tool):
     """Searches file contents line by line with a Python regular expression."""
 
     name = "Grep"
+    path_fields = ("path",)
     description = (
         "Searches the contents of workspace files for a regular expression (Python `re` syntax), "
         "line by line. `path` is a file or directory to search (default: the workspace root); "
@@ -84,8 +101,9 @@ class GrepTool(Tool):
         if not base.exists():
             raise ToolError(f"Path does not exist: {tool_input.get('path')}.")
         file_filter = _file_filter(tool_input.get("glob"))
-        found = await asyncio.to_thread(_search, regex, base, file_filter, ctx.workspace_root)
-        return ToolResult(_render(found, tool_input.get("output_mode", "files_with_matches")))
+        searched = await asyncio.to_thread(_search, regex, base, file_filter, ctx.workspace_root)
+        text = _render(searched.found, tool_input.get("output_mode", "files_with_matches"))
+        return ToolResult(text + _cut_note(searched.cut))
 
     def backfill_observable_input(self, tool_input: JsonDict, ctx: ToolUseContext) -> None:
         """Expand ``path`` to the absolute path inside the workspace."""
@@ -102,18 +120,22 @@ def _file_filter(glob: str | None) -> tuple[re.Pattern[str], bool] | None:
 
 def _search(
     regex: re.Pattern[str], base: Path, file_filter: tuple[re.Pattern[str], bool] | None, root: Path
-) -> list[_FileMatches]:
+) -> _SearchResult:
     """Every searched file with at least one matching line, sorted by workspace-relative path."""
     results: list[_FileMatches] = []
+    cut: list[str] = []
     for file in iter_workspace_files(base, root):
         if file_filter is not None and file != base:
             glob, whole_path = file_filter
             subject = file.relative_to(base).as_posix() if whole_path else file.name
             if not glob.match(subject):
                 continue
-        text = _text_of(file)
-        if text is None:
+        contents = _text_of(file)
+        if contents is None:
             continue
+        text, was_cut = contents
+        if was_cut:
+            cut.append(display_path(file, root))
         lines = [
             (number, line.rstrip("\r"))
             for number, line in enumerate(text.split("\n"), start=1)
@@ -121,19 +143,48 @@ def _search(
         ]
         if lines:
             results.append(_FileMatches(display_path(file, root), lines))
-    return sorted(results, key=lambda found: found.path)
+    return _SearchResult(sorted(results, key=lambda found: found.path), sorted(cut))
 
 
-def _text_of(file: Path) -> str | None:
-    """A file's text, or None for a binary or unreadable file (those are skipped, like rg does)."""
+def _text_of(file: Path) -> tuple[str, bool] | None:
+    """A file's text (at most its first ``MAX_SEARCH_BYTES``) and whether it was cut there, or
+    None for a binary, special or unreadable file (those are skipped, like rg does)."""
     try:
-        data = file.read_bytes()
+        # Opened without blocking and checked on the open descriptor: a FIFO swapped in after
+        # the walk looked at the path is skipped, not waited on.
+        stream, _ = open_regular_file(file)
+    except (NotARegularFileError, OSError):
+        return None
+    try:
+        with stream:
+            head = stream.read(_BINARY_SNIFF_BYTES) or b""
+            if b"\0" in head:
+                return None
+            data = head + _read_up_to(stream, MAX_SEARCH_BYTES + 1 - len(head))
     except OSError:
         return None
-    if b"\0" in data[:_BINARY_SNIFF_BYTES]:
-        return None
+    was_cut = len(data) > MAX_SEARCH_BYTES
     # Not every text file is UTF-8; a stray byte must not hide the file's other matches.
-    return data.decode("utf-8", errors="replace").removesuffix("\n")
+    text = data[:MAX_SEARCH_BYTES].decode("utf-8", errors="replace").removesuffix("\n")
+    return text, was_cut
+
+
+def _read_up_to(stream: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes of ``stream``; fewer only at its end."""
+    parts: list[bytes] = []
+    while size > 0 and (part := stream.read(size)):
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
+
+
+def _cut_note(cut: list[str]) -> str:
+    """The note naming the files a search did not read to the end, or nothing."""
+    if not cut:
+        return ""
+    named = ", ".join(cut[:_MAX_NAMED_CUT_FILES])
+    more = f" and {len(cut) - _MAX_NAMED_CUT_FILES} more" if len(cut) > _MAX_NAMED_CUT_FILES else ""
+    return f"\n\n(Files over {MAX_SEARCH_MIB} MiB were searched in their first {MAX_SEARCH_MIB} MiB only: {named}{more}.)"
 
 
 def _render(found: list[_FileMatches], output_mode: str) -> str:

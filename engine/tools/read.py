@@ -12,6 +12,15 @@ from engine.tools.base import (
     ToolResult,
     ToolUseContext,
 )
+from engine.tools.regular_files import FileKind, NotARegularFileError, open_regular_file
+from engine.tools.text_window import (
+    MAX_LINE_CHARS,
+    MAX_SCAN_MIB,
+    BinaryContentError,
+    LineWindow,
+    UndecodableTextError,
+    read_line_window,
+)
 from engine.tools.workspace import (
     backfill_path_field,
     path_permission,
@@ -21,9 +30,6 @@ from engine.tools.workspace import (
 __all__ = ["DEFAULT_LINE_LIMIT", "MAX_LINE_CHARS", "ReadTool", "format_numbered_lines"]
 
 DEFAULT_LINE_LIMIT = 2_000
-MAX_LINE_CHARS = 2_000
-# How much of the head is checked for NUL bytes, the same heuristic git and grep use.
-_BINARY_SNIFF_BYTES = 8_192
 
 
 def format_numbered_lines(lines: list[str], first_line_number: int) -> str:
@@ -35,6 +41,7 @@ class ReadTool(Tool):
     """Reads a text file in the workspace, optionally a window of it (``offset``, ``limit``)."""
 
     name = "Read"
+    path_fields = ("file_path",)
     description = (
         "Reads a text file from the workspace. file_path may be relative to the workspace root "
         "or absolute inside it. By default up to 2000 lines are returned from the start of the "
@@ -67,29 +74,36 @@ class ReadTool(Tool):
         """Return the numbered lines and record the file's mtime in ``ctx.read_file_state``."""
         file_path: str = tool_input["file_path"]
         path = resolve_in_workspace(file_path, ctx.workspace_root)
-        text = _read_text(path, file_path)
-        mtime = path.stat().st_mtime
-        lines = text.replace("\r\n", "\n").split("\n")
-        if lines[-1] == "":
-            lines.pop()  # a final newline ends the last line; it does not start another
+        start = max(tool_input.get("offset") or 1, 1)
+        limit = tool_input.get("limit") or DEFAULT_LINE_LIMIT
+        window, mtime = _read_window(path, file_path, first_line=start, max_lines=limit)
         ctx.read_file_state[str(path)] = mtime
 
-        if not lines:
+        if window.reached_end and window.lines_seen == 0:
             return ToolResult(
                 f"<system-reminder>Warning: the file {file_path} exists but its contents are empty.</system-reminder>"
             )
-        start = max(tool_input.get("offset") or 1, 1)
-        if start > len(lines):
+        if not window.lines:
+            if not window.reached_end:
+                raise ToolError(
+                    f"Cannot read {file_path} from line {start}: Read looks at the first {MAX_SCAN_MIB} MiB "
+                    "of a file only, and that line lies beyond them. Use Bash (e.g. `tail -c`) to see that part."
+                )
             return ToolResult(
                 f"<system-reminder>Warning: the file {file_path} exists but is shorter than the "
-                f"provided offset ({start}). The file has {len(lines)} lines.</system-reminder>"
+                f"provided offset ({start}). The file has {window.lines_seen} lines.</system-reminder>"
             )
-        limit = tool_input.get("limit") or DEFAULT_LINE_LIMIT
-        window = [_clip(line) for line in lines[start - 1 : start - 1 + limit]]
-        body = format_numbered_lines(window, start)
-        last = start + len(window) - 1
-        if last < len(lines):
-            body += f"\n\n(Showing lines {start}-{last} of {len(lines)}. Use offset and limit to read the rest.)"
+        body = format_numbered_lines(window.lines, start)
+        last = start + len(window.lines) - 1
+        if not window.reached_end:
+            body += (
+                f"\n\n(Showing lines {start}-{last}; Read looks at the first {MAX_SCAN_MIB} MiB of a file only, "
+                "and this one goes on past it. Use Bash (e.g. `tail -c`) to see the rest.)"
+            )
+        elif last < window.lines_seen:
+            body += (
+                f"\n\n(Showing lines {start}-{last} of {window.lines_seen}. Use offset and limit to read the rest.)"
+            )
         return ToolResult(body)
 
     def backfill_observable_input(self, tool_input: JsonDict, ctx: ToolUseContext) -> None:
@@ -97,31 +111,35 @@ class ReadTool(Tool):
         backfill_path_field(tool_input, "file_path", ctx)
 
 
-def _clip(line: str) -> str:
-    """A line cut to ``MAX_LINE_CHARS`` with a visible marker, so one line cannot flood the result."""
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    return line[:MAX_LINE_CHARS] + " … (line truncated)"
+def _read_window(path: Path, file_path: str, *, first_line: int, max_lines: int) -> tuple[LineWindow, float]:
+    """The window of the file and its mtime, or a ToolError saying why it cannot be shown.
 
-
-def _read_text(path: Path, file_path: str) -> str:
-    """The file's text as UTF-8, or a ToolError saying why it cannot be shown."""
-    if not path.exists():
-        raise ToolError(f"File does not exist: {file_path}. Check the path, or use Glob to find the file.")
-    if path.is_dir():
-        raise ToolError(f"{file_path} is a directory, not a file. Use Glob (or Bash `ls`) to list its contents.")
+    Only a regular file is read: a FIFO, socket or device is refused without a blocking open.
+    """
     try:
-        data = path.read_bytes()
+        stream, status = open_regular_file(path)
+    except FileNotFoundError as exc:
+        raise ToolError(f"File does not exist: {file_path}. Check the path, or use Glob to find the file.") from exc
+    except NotARegularFileError as exc:
+        if exc.kind is FileKind.DIRECTORY:
+            raise ToolError(
+                f"{file_path} is a directory, not a file. Use Glob (or Bash `ls`) to list its contents."
+            ) from exc
+        raise ToolError(f"Cannot read {file_path}: {exc}; Read shows regular files only.") from exc
     except OSError as exc:
-        raise ToolError(f"Cannot read {file_path}: {exc.strerror or exc}.") from exc
-    if b"\0" in data[:_BINARY_SNIFF_BYTES]:
-        raise ToolError(
-            f"Cannot read {file_path}: it is a binary file (it contains NUL bytes); Read shows text files only."
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(
-            f"Cannot read {file_path}: it is not valid UTF-8 text (undecodable byte at offset "
-            f"{exc.start}); Read shows UTF-8 text files only."
-        ) from exc
+        raise ToolError(f"Cannot read {file_path}: {exc.strerror or type(exc).__name__}.") from exc
+    with stream:
+        try:
+            window = read_line_window(stream, first_line=first_line, max_lines=max_lines)
+        except BinaryContentError as exc:
+            raise ToolError(
+                f"Cannot read {file_path}: it is a binary file (it contains NUL bytes); Read shows text files only."
+            ) from exc
+        except UndecodableTextError as exc:
+            raise ToolError(
+                f"Cannot read {file_path}: it is not valid UTF-8 text (undecodable byte at offset "
+                f"{exc.offset}); Read shows UTF-8 text files only."
+            ) from exc
+        except OSError as exc:
+            raise ToolError(f"Cannot read {file_path}: {exc.strerror or type(exc).__name__}.") from exc
+    return window, status.st_mtime

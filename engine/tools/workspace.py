@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from engine.tools.base import JsonDict, PermissionDecision, ToolError, ToolUseContext
+from engine.tools.input_limits import path_length_problem
 
 __all__ = [
     "WorkspaceEscapeError",
@@ -31,6 +32,8 @@ def resolve_in_workspace(path: str, root: Path) -> Path:
     Symbolic links in the existing part of the path are followed, so a link that points out of
     the workspace is refused just like ``..`` or a foreign absolute path.
     """
+    if (problem := path_length_problem(path, name="The path")) is not None:
+        raise ToolError(problem)
     real_root = Path(os.path.realpath(root))
     candidate = Path(path) if os.path.isabs(path) else Path(root) / path
     try:

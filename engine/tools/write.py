@@ -10,6 +10,7 @@ from engine.tools.base import (
     ToolResult,
     ToolUseContext,
 )
+from engine.tools.regular_files import NotARegularFileError, open_regular_file_for_writing
 from engine.tools.workspace import (
     backfill_path_field,
     path_permission,
@@ -23,6 +24,7 @@ class WriteTool(Tool):
     """Writes ``content`` to ``file_path``, creating missing parent folders inside the workspace."""
 
     name = "Write"
+    path_fields = ("file_path",)
     description = (
         "Writes a file in the workspace, replacing it if it exists. file_path may be relative to "
         "the workspace root or absolute inside it; missing parent directories are created. "
@@ -53,9 +55,11 @@ class WriteTool(Tool):
         existed = path.exists()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # newline="" writes the content byte for byte: no platform newline translation.
-            with path.open("w", encoding="utf-8", newline="") as handle:
+            # Never blocks on, or writes into, a FIFO or device; writes the content byte for byte.
+            with open_regular_file_for_writing(path) as handle:
                 handle.write(tool_input["content"])
+        except NotARegularFileError as exc:
+            raise ToolError(f"Cannot write {file_path}: {exc}.") from exc
         except OSError as exc:
             raise ToolError(f"Cannot write {file_path}: {exc.strerror or exc}.") from exc
         # The model knows the file's contents now, as if it had read them.

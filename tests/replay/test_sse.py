@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import anthropic
@@ -24,6 +25,7 @@ from replay.scenario import (
 )
 from replay.sse import (
     DELTA_CHARS,
+    MAX_DELTAS_PER_STRING,
     count_message_events,
     encode_sse,
     error_body,
@@ -107,6 +109,33 @@ def test_text_is_split_into_deltas_of_at_most_24_characters() -> None:
 
     assert pieces == [text[0:24], text[24:48], text[48:72], text[72:]]
     assert DELTA_CHARS == 24
+
+
+def test_a_long_string_is_split_into_at_most_max_deltas_pieces_so_a_stream_grows_linearly() -> None:
+    text = "0123456789" * 100_000  # a million characters: 41,667 pieces of 24 would be one event each
+
+    pieces = [delta["text"] for delta in deltas(render(TextBlock(text=text)))]
+
+    assert "".join(pieces) == text
+    assert len(pieces) == MAX_DELTAS_PER_STRING
+    assert {len(piece) for piece in pieces[:-1]} == {math.ceil(len(text) / MAX_DELTAS_PER_STRING)}
+
+
+def test_a_long_tool_input_streams_in_at_most_max_deltas_pieces() -> None:
+    tool_input = {"file_path": "big.txt", "content": "x" * 10_000_000}
+
+    pieces = [delta["partial_json"] for delta in deltas(render(ToolUseBlock(name="Write", input=tool_input, id="toolu_1")))]
+
+    assert "".join(pieces) == json.dumps(tool_input, separators=(",", ":"))
+    assert len(pieces) <= MAX_DELTAS_PER_STRING
+
+
+def test_strings_up_to_max_deltas_times_24_characters_keep_their_24_character_pieces() -> None:
+    text = "y" * (DELTA_CHARS * MAX_DELTAS_PER_STRING)
+
+    pieces = [delta["text"] for delta in deltas(render(TextBlock(text=text)))]
+
+    assert pieces == ["y" * DELTA_CHARS] * MAX_DELTAS_PER_STRING
 
 
 def test_tool_use_starts_with_empty_input_and_streams_compact_json() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jsonschema
@@ -14,6 +15,7 @@ from engine.tools import (
     ToolUseContext,
     WorkspaceEscapeError,
 )
+from tests.engine.tools.hang_guard import run_guarded
 
 
 @pytest.fixture
@@ -107,3 +109,18 @@ async def test_permission_is_asked_inside_and_denied_outside(ctx: ToolUseContext
 def test_the_schema_rejects_bad_input(bad_input: dict[str, object]) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad_input, EditTool.input_schema)
+
+
+def test_editing_a_fifo_is_refused_without_blocking(ctx: ToolUseContext) -> None:
+    os.mkfifo(ctx.workspace_root / "pipe")
+    with pytest.raises(ToolError, match=r"^Cannot edit pipe: it is a FIFO \(named pipe\), not a regular file\.$"):
+        run_guarded(lambda: EditTool().call({"file_path": "pipe", "old_string": "a", "new_string": "b"}, ctx))
+
+
+async def test_a_file_over_16_mib_is_refused_before_it_is_read(ctx: ToolUseContext) -> None:
+    with open(ctx.workspace_root / "sparse.img", "wb") as sparse:
+        sparse.truncate(3 * 2**30)  # costs no disk; reading it would cost 3 GB of memory
+    with pytest.raises(
+        ToolError, match=r"^Cannot edit sparse\.img: it is 3,221,225,472 bytes; Edit works on files up to 16 MiB\.$"
+    ):
+        await EditTool().call({"file_path": "sparse.img", "old_string": "a", "new_string": "b"}, ctx)

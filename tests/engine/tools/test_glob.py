@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import jsonschema
@@ -79,6 +81,14 @@ async def test_links_out_of_the_workspace_are_never_listed(ctx: ToolUseContext, 
     (ctx.workspace_root / "dir-link").symlink_to(tmp_path / "outside")
     (ctx.workspace_root / "file-link.py").symlink_to(tmp_path / "outside" / "secret.py")
     assert await glob(ctx, pattern="**/*.py") == "mine.py"
+
+
+async def test_fifos_sockets_and_links_to_them_are_not_listed(ctx: ToolUseContext) -> None:
+    make_files(ctx.workspace_root, "a.txt")
+    os.mkfifo(ctx.workspace_root / "pipe.txt")
+    socket.socket(socket.AF_UNIX).bind(str(ctx.workspace_root / "sock.txt"))
+    (ctx.workspace_root / "link.txt").symlink_to("pipe.txt")
+    assert await glob(ctx, pattern="*.txt") == "a.txt"
 
 
 async def test_version_control_internals_are_skipped(ctx: ToolUseContext) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from engine.tools import GrepTool, ToolError, ToolUseContext, WorkspaceEscapeError
+from tests.engine.tools.hang_guard import run_guarded
 
 
 @pytest.fixture
@@ -114,3 +120,51 @@ def test_grep_is_read_only_concurrency_safe_and_limited_to_20000_chars() -> None
 def test_the_schema_rejects_bad_input(bad_input: dict[str, object]) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad_input, GrepTool.input_schema)
+
+
+# Hostile workspaces: special files and files of gigabytes.
+
+
+def test_fifos_and_sockets_are_skipped_and_never_opened(ctx: ToolUseContext) -> None:
+    os.mkfifo(ctx.workspace_root / "pipe.txt")
+    socket.socket(socket.AF_UNIX).bind(str(ctx.workspace_root / "sock.txt"))
+    (ctx.workspace_root / "link-to-pipe.txt").symlink_to("pipe.txt")
+
+    assert run_guarded(lambda: grep(ctx, pattern="TODO")) == "Found 2 files\nsrc/a.py\nsrc/z.py"
+
+
+def test_a_fifo_named_as_the_path_finds_nothing(ctx: ToolUseContext) -> None:
+    os.mkfifo(ctx.workspace_root / "pipe.txt")
+    assert run_guarded(lambda: grep(ctx, pattern="x", path="pipe.txt")) == "No files found"
+
+
+def test_a_large_file_is_searched_in_its_first_16_mib_only_with_bounded_memory(tmp_path: Path) -> None:
+    # Peak memory of a fresh process, not time: either file whole would be 3 GB of it.
+    root = tmp_path / "workspace"
+    root.mkdir()
+    with open(root / "sparse.img", "wb") as sparse:
+        sparse.truncate(3 * 2**30)  # all NUL bytes: binary, skipped
+    with open(root / "huge.log", "wb") as huge:
+        huge.write(b"needle on line one\n" + b"." * 9_000 + b"\n")
+        huge.truncate(3 * 2**30)  # a text head, then NUL bytes
+    (root / "small.txt").write_text("a needle\n")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, resource
+        from pathlib import Path
+        from engine.tools import GrepTool, ToolUseContext
+        ctx = ToolUseContext(workspace_root=Path({str(root)!r}), session_dir=Path({str(tmp_path)!r}) / "s")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result = asyncio.run(GrepTool().call({{"pattern": "needle", "output_mode": "content"}}, ctx))
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(result.content)
+        print((after - before) // 1024)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
+    output, growth_mib = done.stdout.rstrip("\n").rsplit("\n", 1)
+    assert output == (
+        "huge.log:1:needle on line one\nsmall.txt:1:a needle\n\n"
+        "(Files over 16 MiB were searched in their first 16 MiB only: huge.log.)"
+    )
+    assert int(growth_mib) < 300

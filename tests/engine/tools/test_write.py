@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jsonschema
@@ -14,6 +15,7 @@ from engine.tools import (
     WorkspaceEscapeError,
     WriteTool,
 )
+from tests.engine.tools.hang_guard import run_guarded
 
 
 @pytest.fixture
@@ -83,3 +85,18 @@ def test_write_is_neither_read_only_nor_concurrency_safe() -> None:
 def test_the_schema_rejects_bad_input(bad_input: dict[str, object]) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad_input, WriteTool.input_schema)
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["no-reader", "with-a-reader"])
+def test_writing_to_a_fifo_is_refused_without_blocking(ctx: ToolUseContext, reader: bool) -> None:
+    # With no reader, opening a FIFO for writing waits for one for ever; with one, it would
+    # feed the content to whoever reads.
+    os.mkfifo(ctx.workspace_root / "pipe")
+    held = os.open(ctx.workspace_root / "pipe", os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        with pytest.raises(ToolError, match=r"^Cannot write pipe: it is a FIFO \(named pipe\), not a regular file\.$"):
+            run_guarded(lambda: WriteTool().call({"file_path": "pipe", "content": "x"}, ctx))
+    finally:
+        if held is not None:
+            os.close(held)
+    assert ctx.read_file_state == {}
