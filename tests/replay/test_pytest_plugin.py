@@ -193,9 +193,9 @@ def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.P
     assert f"1 recorded interaction(s) in {cassette} were never requested" in output
     # Offline: a remote address is refused with the way to record; loopback is allowed.
     assert (
-        "ConnectionRefusedError: agent-replay refused a network connection to 203.0.113.9:443: a replay test runs "
-        "offline, from its cassette (only loopback is allowed). To record against the network, run pytest with "
-        "--record-mode=once" in output
+        "ConnectionRefusedError: agent-replay refused a network connection to 203.0.113.9:443 because a replay runs "
+        "offline, answered from its cassette, and may reach only loopback; to let it through, record live (pytest "
+        "--record-mode=once, new_episodes or all, or replay record --live)." in output
     )
     assert cassette.read_bytes() == kept
 
