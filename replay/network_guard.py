@@ -40,6 +40,9 @@ _SENDING_EVENTS = {
 _LOOKUP_EVENTS = frozenset({"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo"})
 _WATCHED = frozenset(_SENDING_EVENTS) | _LOOKUP_EVENTS
 _INTERNET = (socket.AF_INET, socket.AF_INET6)
+# This machine's own name, which socket.getfqdn() looks up (http.server binding all interfaces,
+# smtplib, logging): it names this machine, and it is answered from /etc/hosts on most.
+_THIS_HOST = socket.gethostname()
 
 # Installed guards, oldest first. An audit hook cannot be removed, so one hook is added for the
 # process, the first time a guard is installed, and it consults this list.
@@ -112,7 +115,7 @@ def _refusal(event: str, args: tuple[Any, ...]) -> tuple[NetworkAccess, Any] | N
         host = host[0] if isinstance(host, tuple) and host else host
     if isinstance(host, bytes):
         host = host.decode("ascii", errors="replace")
-    if host is None or host == "" or is_loopback(host):
+    if host is None or host in ("", _THIS_HOST) or is_loopback(host):
         return None
     if event in ("socket.getaddrinfo", "socket.gethostbyname") and _is_ip_literal(host):
         return None  # a literal is parsed, not looked up; connecting to it is checked later

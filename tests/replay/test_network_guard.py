@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _socket
 import asyncio
+import contextlib
 import socket
 import subprocess
 import sys
@@ -135,6 +136,14 @@ def test_looking_up_a_remote_name_is_refused_but_loopback_names_and_literals_res
     assert socket.getaddrinfo("localhost", 80, type=socket.SOCK_STREAM)
     assert socket.getaddrinfo("192.0.2.1", 80, type=socket.SOCK_STREAM)[0][4] == REMOTE  # no lookup for a literal
     assert socket.gethostbyname("127.0.0.1") == "127.0.0.1"
+
+
+def test_this_machines_own_name_is_not_a_remote_lookup(guard: NetworkGuard) -> None:
+    # http.server, smtplib and logging ask for it (socket.getfqdn) when bound to all interfaces.
+    socket.getfqdn("")
+    with contextlib.suppress(OSError):  # whether it resolves depends on the machine, not the guard
+        socket.getaddrinfo(socket.gethostname(), 80)
+    assert guard.refused == []
 
 
 def test_loopback_tcp_and_udp_and_unix_sockets_stay_usable(guard: NetworkGuard, tmp_path: Path) -> None:
