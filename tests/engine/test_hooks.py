@@ -142,7 +142,9 @@ async def test_a_command_sees_the_same_environment_as_the_bash_tool(
     environment = ToolEnvironment(variables={"APP_MODE": "test"}, network=NetworkPolicy.OFFLINE)
     ctx = dataclasses.replace(context(workspace), environment=environment)
     await run_tool_hooks([CommandHook("env -0 > hook-env.txt")], pre_tool(), ctx=ctx)
-    tool_ctx = ToolUseContext(workspace_root=workspace, session_dir=workspace.parent / "session", environment=environment)
+    tool_ctx = ToolUseContext(
+        workspace_root=workspace, session_dir=workspace.parent / "session", environment=environment
+    )
     bash = await BashTool().call({"command": "env -0"}, tool_ctx)
 
     def names(listing: str) -> set[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from engine.process import WORKSPACE_VARIABLE, NetworkPolicy, ToolEnvironment
 from engine.tools import (
     BashTool,
     PermissionBehavior,
@@ -19,7 +20,6 @@ from engine.tools import (
     ToolResult,
     ToolUseContext,
 )
-from engine.process import WORKSPACE_VARIABLE, NetworkPolicy, ToolEnvironment
 from engine.tools.bash import is_read_only_command
 
 
