@@ -48,6 +48,7 @@ from engine.orchestration import (
     run_tools,
 )
 from engine.params import LoopParams
+from engine.process import NetworkPolicy, ToolEnvironment
 from engine.query_engine import QueryEngine, QueryResult, ResultSubtype
 from engine.settings import DEFAULT_MODEL, EngineSettings
 from engine.state import State, Terminal, Transition
@@ -84,6 +85,7 @@ __all__ = [
     "ModelError",
     "ModelErrorKind",
     "ModelRequest",
+    "NetworkPolicy",
     "PermissionDenial",
     "ProgressMessage",
     "QueryDeps",
@@ -102,6 +104,7 @@ __all__ = [
     "Terminal",
     "TombstoneMessage",
     "Tool",
+    "ToolEnvironment",
     "ToolError",
     "ToolOutcome",
     "ToolResult",

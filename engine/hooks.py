@@ -19,7 +19,6 @@ import asyncio
 import dataclasses
 import inspect
 import json
-import os
 import re
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from engine.tools.bash import _kill_group, scrubbed_environment
+from engine.process import ToolEnvironment, kill_process_group, start_shell
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT_S",
@@ -174,12 +173,14 @@ class Hooks:
 
 @dataclass(frozen=True)
 class HookContext:
-    """What a command hook is told about the session, and how long any hook may take."""
+    """What a command hook is told about the session, how long any hook may take, and the
+    environment its command gets (the same as the Bash tool's)."""
 
     cwd: Path
     session_id: str
     transcript_path: Path | None = None
     timeout_s: float = DEFAULT_HOOK_TIMEOUT_S
+    environment: ToolEnvironment = field(default_factory=ToolEnvironment)
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
@@ -389,7 +390,7 @@ async def _run_command_hook(
     timeout_s = hook.timeout_s if hook.timeout_s is not None else ctx.timeout_s
     payload = json.dumps(_stdin_payload(event, argument, ctx), ensure_ascii=False).encode()
     try:
-        execution = await _execute(hook.command, payload, ctx.cwd, timeout_s)
+        execution = await _execute(hook.command, payload, ctx, timeout_s)
     except OSError as exc:
         # No host path in the message: it goes into traces that must read the same on every machine.
         what = f"could not be started in the workspace: {exc.strerror or exc}."
@@ -433,23 +434,21 @@ def _stdin_payload(event: HookEvent, argument: HookInput | StopHookInput, ctx: H
     return payload
 
 
-async def _execute(command: str, payload: bytes, cwd: Path, timeout_s: float) -> _Execution:
-    """Run ``bash -c command`` in its own process group; the group is killed when the command
-    ends, times out or the caller is cancelled. Stdin, stdout and stderr are temporary files,
-    not pipes: a background process that keeps a pipe open cannot hold the hook up."""
+async def _execute(command: str, payload: bytes, ctx: HookContext, timeout_s: float) -> _Execution:
+    """Run ``bash -c command`` in the workspace, in its own process group; the group is killed
+    when the command ends, times out or the caller is cancelled. Stdin, stdout and stderr are
+    temporary files, not pipes: a background process that keeps a pipe open cannot hold the
+    hook up."""
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         stdin.write(payload)
         stdin.seek(0)
-        process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
+        process = await start_shell(
             command,
-            cwd=cwd,
-            env=scrubbed_environment(os.environ),
+            cwd=ctx.cwd,
+            env=ctx.environment.build(workspace=ctx.cwd),
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
-            start_new_session=True,
         )
         code: int | None = None
         try:
@@ -457,7 +456,7 @@ async def _execute(command: str, payload: bytes, cwd: Path, timeout_s: float) ->
         except TimeoutError:
             pass  # code stays None
         finally:
-            _kill_group(process)
+            kill_process_group(process)
             await process.wait()
         return _Execution(code, _head(stdout), _head(stderr))
 

@@ -38,6 +38,7 @@ from engine.model import StreamEvent
 from engine.normalize_cache import IncrementalNormalizer
 from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunContext
 from engine.params import ContextState, LoopParams
+from engine.process import ToolEnvironment
 from engine.settings import EngineSettings
 from engine.state import Terminal
 from engine.tools import default_tools
@@ -93,7 +94,11 @@ EngineOutput = Message | TraceEvent | StreamEvent | QueryResult
 
 
 class QueryEngine:
-    """One conversation: submit prompts, get messages, trace events and a result per prompt."""
+    """One conversation: submit prompts, get messages, trace events and a result per prompt.
+
+    ``tool_environment`` is what the Bash tool's and command hooks' commands find in their
+    environment: by default the allowlisted variables and the network allowed; a replay passes
+    ``NetworkPolicy.OFFLINE``."""
 
     def __init__(
         self,
@@ -108,6 +113,7 @@ class QueryEngine:
         transcript_path: Path | None = None,
         session_id: str | None = None,
         include_stream_events: bool = False,
+        tool_environment: ToolEnvironment | None = None,
     ) -> None:
         self.deps = deps
         self.settings = settings or EngineSettings()
@@ -126,6 +132,7 @@ class QueryEngine:
             abort=self.abort_controller,
             bash_timeout_s=self.settings.bash_timeout_s,
             bash_max_output_chars=self.settings.bash_max_output_chars,
+            environment=tool_environment or ToolEnvironment(),
         )
         self._can_use_tool = can_use_tool
         self._hooks = hooks or Hooks()
@@ -260,6 +267,7 @@ class QueryEngine:
             session_id=self.session_id,
             transcript_path=self.transcript.path,
             timeout_s=self.settings.hook_timeout_s,
+            environment=self.tool_context.environment,
         )
 
     def _accept(self, message: Message) -> None:

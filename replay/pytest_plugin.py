@@ -40,7 +40,16 @@ from replay.network_guard import NetworkGuard, is_loopback
 # (they take seconds to load, in each xdist worker, and vcrpy imports httpx, which an early
 # `-p replay.respx_alias` must see first).
 if TYPE_CHECKING:
-    from engine import AnthropicModel, EngineSettings, Hooks, ManualClock, QueryEngine, QueryResult, Tool
+    from engine import (
+        AnthropicModel,
+        EngineSettings,
+        Hooks,
+        ManualClock,
+        QueryEngine,
+        QueryResult,
+        Tool,
+        ToolEnvironment,
+    )
     from replay.record import CassetteRecorder, RecordMode
     from replay.scenario import Scenario
     from replay.session import Bundle, SessionRun
@@ -242,12 +251,20 @@ def _replay_network_guard(request: pytest.FixtureRequest) -> Iterator[NetworkGua
 # -- replay_engine ------------------------------------------------------------------------------
 
 
+def _offline() -> ToolEnvironment:
+    """The tool environment of a replay: no session variables, proxies that point nowhere."""
+    from engine import NetworkPolicy, ToolEnvironment
+
+    return ToolEnvironment(network=NetworkPolicy.OFFLINE)
+
+
 @dataclass(repr=False)
 class CassetteEngine:
     """A ``QueryEngine`` wired to the test's cassette through ``CassetteRecorder`` (replayed, or
     recorded under ``--record-mode``), working in a temp workspace the test can fill; a
     bundle's workspace, settings, tools and seed are copied in. ``submit`` runs one prompt and
-    ``trace()`` is the behaviour trace of everything submitted."""
+    ``trace()`` is the behaviour trace of everything submitted. ``tool_environment`` is what
+    Bash and command hooks get: a bundle's ``env``, offline unless recording live."""
 
     name: str
     location: CassetteLocation
@@ -256,6 +273,7 @@ class CassetteEngine:
     session_dir: Path
     model: AnthropicModel
     bundle: Bundle | None = None
+    tool_environment: ToolEnvironment = field(default_factory=_offline)
     prompts: list[str] = field(default_factory=list)
     results: list[QueryResult] = field(default_factory=list)
     _live_sleep: bool = False
@@ -309,6 +327,7 @@ class CassetteEngine:
             settings=settings,
             tools=tools,
             hooks=hooks,
+            tool_environment=self.tool_environment,
         )
         return self._engine
 
@@ -370,6 +389,7 @@ async def _cassette_engine(
     from replay.record import CassetteRecorder, RecordMode
     from replay.server import FakeModelServer
     from replay.session import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY
+    from replay.session_options import SessionOptions
 
     options, marked = _Options.of(request.config), _Marked.of(request)
     name = marked.name or _default_name(request)
@@ -424,6 +444,9 @@ async def _cassette_engine(
             session_dir=session_dir,
             model=AnthropicModel(http_client=client, api_key=api_key, base_url=base_url),
             bundle=bundle,
+            tool_environment=(bundle.spec.options if bundle is not None else SessionOptions()).tool_environment(
+                live_recording=live_remote
+            ),
             _live_sleep=live_remote,
         )
         yield cassette_engine

@@ -443,6 +443,9 @@ async def _run_session(
                     tools=tools,
                     hooks=spec.options.build_hooks(),
                     can_use_tool=spec.options.build_permissions(),
+                    tool_environment=spec.options.tool_environment(
+                        live_recording=spec.live and mode is not RecordMode.NONE
+                    ),
                 )
                 interrupts: list[int] = []
                 for index, prompt in enumerate(spec.prompts):

@@ -1,5 +1,6 @@
 """How a recorded session is run beyond its prompts and engine settings: hooks (shell commands),
-permission rules, an interruption, and the session clock between prompts.
+permission rules, an interruption, the session clock between prompts, and the variables its
+commands (Bash, command hooks) find in their environment.
 
 They live in ``session.json`` (and in a scenario file, under ``session:``) so that re-executing
 a bundle sets the loop up exactly as when it was recorded.
@@ -12,14 +13,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from engine import AssistantMessage, CommandHook, Hooks, TraceEvent, TraceKind
+from engine import AssistantMessage, CommandHook, Hooks, NetworkPolicy, ToolEnvironment, TraceEvent, TraceKind
 from engine.orchestration import PermissionCallback
 from engine.tools import RulePolicy, allow_all
 
 __all__ = ["InterruptAt", "SessionOptions", "SessionOptionsError"]
 
 _HOOK_EVENTS = ("pre_tool_use", "post_tool_use", "stop")
-_KEYS = ("hooks", "permissions", "interrupt", "clock_advance_minutes")
+_KEYS = ("hooks", "permissions", "interrupt", "clock_advance_minutes", "env")
 
 
 class SessionOptionsError(ValueError):
@@ -42,6 +43,10 @@ class SessionOptions:
     deny_tools: tuple[str, ...] = ()
     interrupt: tuple[InterruptAt, int] | None = None
     clock_advance_minutes: tuple[float, ...] = ()
+    # Variables set for the session's commands, with their values: stored in session.json, so a
+    # replay on any machine gives its commands what the recording's had (never a secret: it is
+    # committed with the bundle). Passing names through from the replaying machine would not be.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None) -> SessionOptions:
@@ -77,7 +82,13 @@ class SessionOptions:
         minutes = raw.get("clock_advance_minutes") or []
         if not isinstance(minutes, list) or not all(isinstance(m, (int, float)) and m >= 0 for m in minutes):
             raise SessionOptionsError("'clock_advance_minutes' must be a list of non-negative numbers, one per prompt")
-        return cls(hooks=hooks, deny_tools=deny, interrupt=interrupt, clock_advance_minutes=tuple(minutes))
+        return cls(
+            hooks=hooks,
+            deny_tools=deny,
+            interrupt=interrupt,
+            clock_advance_minutes=tuple(minutes),
+            env=_env_from(raw.get("env")),
+        )
 
     def to_mapping(self) -> dict[str, Any]:
         document: dict[str, Any] = {}
@@ -89,7 +100,16 @@ class SessionOptions:
             document["interrupt"] = {"at": self.interrupt[0].value, "count": self.interrupt[1]}
         if self.clock_advance_minutes:
             document["clock_advance_minutes"] = list(self.clock_advance_minutes)
+        if self.env:
+            document["env"] = dict(self.env)
         return document
+
+    def tool_environment(self, *, live_recording: bool) -> ToolEnvironment:
+        """The environment of the session's commands: its ``env``, offline (proxies that point
+        nowhere) unless this run is a live recording. A recording against the fake model is
+        offline too, so that its commands behave as they will in every replay."""
+        network = NetworkPolicy.ALLOW if live_recording else NetworkPolicy.OFFLINE
+        return ToolEnvironment(variables=self.env, network=network)
 
     def build_hooks(self) -> Hooks:
         def commands(event: str) -> tuple[CommandHook, ...]:
@@ -126,3 +146,15 @@ class SessionOptions:
         if hit:
             seen.append(1)
         return hit and len(seen) == count
+
+
+def _env_from(raw: object) -> dict[str, str]:
+    """The ``env`` option checked as the engine will use it."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+        raise SessionOptionsError("'env' must map variable names to string values, e.g. {APP_MODE: test}")
+    try:
+        return dict(ToolEnvironment(variables=raw).variables)
+    except ValueError as exc:
+        raise SessionOptionsError(f"env: {str(exc).rstrip('.')}") from None

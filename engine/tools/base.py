@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.abort import AbortController
+from engine.process import ToolEnvironment
 
 __all__ = [
     "PermissionBehavior",
@@ -65,7 +66,7 @@ class ToolError(Exception):
 @dataclass(kw_only=True)
 class ToolUseContext:
     """What a running tool may see: its workspace, where oversized output goes, the abort
-    signal, and the session's read-file cache."""
+    signal, the session's read-file cache, and the environment its commands get."""
 
     workspace_root: Path
     session_dir: Path
@@ -73,6 +74,8 @@ class ToolUseContext:
     read_file_state: dict[str, float] = field(default_factory=dict)
     bash_timeout_s: float = 120.0
     bash_max_output_chars: int = 30_000
+    # What Bash's commands find in their environment (an allowlist; offline proxies in a replay).
+    environment: ToolEnvironment = field(default_factory=ToolEnvironment)
 
 
 class Tool(ABC):

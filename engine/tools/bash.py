@@ -7,9 +7,8 @@ import contextlib
 import os
 import re
 import shlex
-import signal
-from collections.abc import Mapping
 
+from engine.process import kill_process_group, start_shell
 from engine.tools.base import (
     JsonDict,
     PermissionDecision,
@@ -19,12 +18,9 @@ from engine.tools.base import (
     ToolUseContext,
 )
 
-__all__ = ["MAX_TIMEOUT_MS", "BashTool", "is_read_only_command", "scrubbed_environment"]
+__all__ = ["MAX_TIMEOUT_MS", "BashTool", "is_read_only_command"]
 
 MAX_TIMEOUT_MS = 600_000
-# Any variable whose name contains one of these is withheld from commands: the model should
-# never be able to print the session's credentials into a transcript or cassette.
-_SECRET_NAME_MARKERS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
 _READ_ONLY_COMMANDS = frozenset({"ls", "cat", "grep", "pwd", "echo", "head", "tail", "wc"})
 # Separators, pipes, redirections, backgrounding and substitutions: with any of these a command
 # is no longer "one simple read-only program", so it is not treated as concurrency-safe.
@@ -32,15 +28,6 @@ _SHELL_CONTROL = re.compile(r"[;|&<>`\n\r]|\$\(")
 _READ_CHUNK = 65_536
 # After the command exits, how long a straggler holding the output pipe may keep us waiting.
 _DRAIN_GRACE_S = 1.0
-
-
-def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``environ`` without variables that look like credentials."""
-    return {
-        name: value
-        for name, value in environ.items()
-        if not any(marker in name.upper() for marker in _SECRET_NAME_MARKERS)
-    }
 
 
 def is_read_only_command(command: str) -> bool:
@@ -142,7 +129,7 @@ async def _run(command: str, ctx: ToolUseContext, timeout_s: float, output: _Bou
         done, _ = await asyncio.wait({exited, aborted}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
         aborted.cancel()
-        _kill_group(process)
+        kill_process_group(process)
         await _settle(exited, reader)
         transport.close()
     if exited in done:
@@ -153,19 +140,17 @@ async def _run(command: str, ctx: ToolUseContext, timeout_s: float, output: _Bou
 
 
 async def _spawn(command: str, ctx: ToolUseContext, output_fd: int) -> asyncio.subprocess.Process:
-    """Start ``bash -c command`` in the workspace, without credentials, writing to ``output_fd``."""
+    """Start ``bash -c command`` in the workspace, in the session's tool environment (no
+    credentials), writing to ``output_fd``; in its own process group, so a timeout or an abort
+    can stop everything it started."""
     try:
-        return await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
+        return await start_shell(
             command,
             cwd=ctx.workspace_root,
-            env=scrubbed_environment(os.environ),
+            env=ctx.environment.build(workspace=ctx.workspace_root),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=output_fd,
             stderr=output_fd,
-            # Its own process group, so a timeout or an abort can stop everything it started.
-            start_new_session=True,
         )
     except OSError as exc:
         raise ToolError(f"Cannot start bash in the workspace: {exc.strerror or exc}.") from exc
@@ -177,12 +162,6 @@ def _timeout_seconds(tool_input: JsonDict, ctx: ToolUseContext) -> float:
     if requested is None:
         return ctx.bash_timeout_s
     return min(float(requested), MAX_TIMEOUT_MS) / 1000
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the command's process group: the shell and whatever it left running."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _settle(exited: asyncio.Task[int], reader: asyncio.Task[None]) -> None:

@@ -29,6 +29,8 @@ from engine.hooks import (
     run_tool_hooks,
     stop_hook_feedback_text,
 )
+from engine.process import NetworkPolicy, ToolEnvironment
+from engine.tools import BashTool, ToolUseContext
 
 
 @pytest.fixture
@@ -124,9 +126,33 @@ async def test_a_command_does_not_see_credentials_in_its_environment(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-unlisted")
     await run_tool_hooks([CommandHook("env > env.txt")], pre_tool(), ctx=context(workspace))
     environment = (workspace / "env.txt").read_text()
     assert "ANTHROPIC_API_KEY" not in environment and "sk-ant-secret" not in environment
+    assert "MY_ANTHROPIC_CREDENTIAL" not in environment and "sk-ant-unlisted" not in environment
+
+
+async def test_a_command_sees_the_same_environment_as_the_bash_tool(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-unlisted")
+    monkeypatch.setenv("HARMLESS_SETTING", "not on the list either")
+    environment = ToolEnvironment(variables={"APP_MODE": "test"}, network=NetworkPolicy.OFFLINE)
+    ctx = dataclasses.replace(context(workspace), environment=environment)
+    await run_tool_hooks([CommandHook("env -0 > hook-env.txt")], pre_tool(), ctx=ctx)
+    tool_ctx = ToolUseContext(
+        workspace_root=workspace, session_dir=workspace.parent / "session", environment=environment
+    )
+    bash = await BashTool().call({"command": "env -0"}, tool_ctx)
+
+    def names(listing: str) -> set[str]:
+        return {entry.split("=", 1)[0] for entry in listing.split("\0") if entry} - {"PWD", "OLDPWD", "SHLVL", "_"}
+
+    hook_env = (workspace / "hook-env.txt").read_text()
+    assert isinstance(bash.content, str)
+    assert names(hook_env) == names(bash.content) == set(environment.build(workspace=workspace))
+    assert "APP_MODE=test" in hook_env.split("\0") and "http_proxy=http://127.0.0.1:9" in hook_env.split("\0")
 
 
 # --- Exit 0: success, and the JSON answers --------------------------------------------------------

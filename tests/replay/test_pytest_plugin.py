@@ -15,6 +15,7 @@ import pytest
 from replay.pytest_plugin import NetworkGuard, locate_cassette
 from replay.scenario import Scenario
 from replay.session import record_bundle
+from replay.session_options import SessionOptions
 
 pytest_plugins = ["pytester"]
 
@@ -172,6 +173,47 @@ async def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(p
     run(project).assert_outcomes(passed=2)
 
 
+ENV_PROJECT = """\
+import json
+import pytest
+
+SEEN = "APP_MODE=test https_proxy=http://127.0.0.1:9 credential=[]"
+
+@pytest.mark.replay_cassette("env")
+async def test_engine(replay_engine):
+    result = await replay_engine.submit("look")
+    assert result.result == "Done."
+    assert SEEN in json.dumps([m.to_record() for m in replay_engine.engine.mutable_messages])
+
+@pytest.mark.replay_cassette("env")
+async def test_bundle(replay_bundle):
+    replayed = await replay_bundle()
+    assert SEEN in replayed.run.transcript
+"""
+
+
+async def test_replay_fixtures_give_commands_the_bundles_env_offline_and_no_credentials(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = 'echo "APP_MODE=$APP_MODE https_proxy=$https_proxy credential=[$MY_ANTHROPIC_CREDENTIAL]"'
+    scenario = Scenario.from_list(
+        [
+            {"content": [{"tool_use": {"name": "Bash", "input": {"command": command}}}]},
+            {"content": [{"text": "Done."}]},
+        ]
+    )
+    await record_bundle(
+        project.path / "cassettes" / "env",
+        prompts=["look"],
+        scenario=scenario,
+        options=SessionOptions(env={"APP_MODE": "test"}),
+    )
+    project.makepyfile(test_env=ENV_PROJECT)
+    monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-api03-plugin-unlisted")
+
+    run(project).assert_outcomes(passed=2)
+
+
 def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.Pytester) -> None:
     project.makepyfile(test_record=RECORD_PROJECT)
     (project.path / "hello.yaml").write_text(HELLO_SCENARIO)
@@ -193,9 +235,9 @@ def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.P
     assert f"1 recorded interaction(s) in {cassette} were never requested" in output
     # Offline: a remote address is refused with the way to record; loopback is allowed.
     assert (
-        "ConnectionRefusedError: agent-replay refused a network connection to 203.0.113.9:443: a replay test runs "
-        "offline, from its cassette (only loopback is allowed). To record against the network, run pytest with "
-        "--record-mode=once" in output
+        "ConnectionRefusedError: agent-replay refused a network connection to 203.0.113.9:443 because a replay runs "
+        "offline, answered from its cassette, and may reach only loopback; to let it through, record live (pytest "
+        "--record-mode=once, new_episodes or all, or replay record --live)." in output
     )
     assert cassette.read_bytes() == kept
 

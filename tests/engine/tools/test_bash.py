@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from engine.process import WORKSPACE_VARIABLE, NetworkPolicy, ToolEnvironment
 from engine.tools import (
     BashTool,
     PermissionBehavior,
@@ -19,7 +20,7 @@ from engine.tools import (
     ToolResult,
     ToolUseContext,
 )
-from engine.tools.bash import is_read_only_command, scrubbed_environment
+from engine.tools.bash import is_read_only_command
 
 
 @pytest.fixture
@@ -58,25 +59,68 @@ async def test_the_working_directory_is_the_workspace(ctx: ToolUseContext) -> No
     assert result == ToolResult(str(ctx.workspace_root.resolve()))
 
 
-async def test_api_keys_and_tokens_are_not_in_the_environment(
+async def test_the_environment_holds_only_the_allowlisted_variables_and_the_workspace(
     ctx: ToolUseContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok")
-    monkeypatch.setenv("MY_SECRET", "s")
-    monkeypatch.setenv("HARMLESS_SETTING", "kept")
+    monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-unlisted")
+    monkeypatch.setenv("HARMLESS_SETTING", "not on the list either")
+    monkeypatch.setenv("LC_TIME", "C")
 
-    result = await run(ctx, "env")
+    result = await run(ctx, "env -0")
 
     assert isinstance(result.content, str)
-    names = {line.split("=", 1)[0] for line in result.content.splitlines()}
-    assert {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "MY_SECRET"}.isdisjoint(names)
-    assert "HARMLESS_SETTING=kept" in result.content.splitlines()
+    env = dict(entry.split("=", 1) for entry in result.content.split("\0") if entry)
+    bash_own = {"PWD", "OLDPWD", "SHLVL", "_"}
+    allowed = {"PATH", "HOME", "LANG", "TERM", "TMPDIR", WORKSPACE_VARIABLE}
+    assert set(env) - bash_own <= allowed | {name for name in env if name.startswith("LC_")}
+    assert env["LC_TIME"] == "C" and env[WORKSPACE_VARIABLE] == str(ctx.workspace_root)
+    assert "sk-ant" not in result.content and "tok" not in env.values()
 
 
-def test_scrubbing_removes_names_containing_api_key_token_or_secret() -> None:
-    environ = {"OPENAI_API_KEY": "a", "GH_TOKEN": "b", "aws_secret_access_key": "c", "PATH": "/bin"}
-    assert scrubbed_environment(environ) == {"PATH": "/bin"}
+async def test_the_sessions_variables_and_the_offline_proxies_reach_the_command(
+    ctx: ToolUseContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARMLESS_SETTING", "not on the list")
+    ctx.environment = ToolEnvironment(variables={"APP_MODE": "test"}, network=NetworkPolicy.OFFLINE)
+
+    result = await run(ctx, 'echo "$APP_MODE $https_proxy $ALL_PROXY [$NO_PROXY] [$HARMLESS_SETTING]"')
+
+    assert result == ToolResult("test http://127.0.0.1:9 http://127.0.0.1:9 [] []")
+
+
+# The Python client says where it connects (an audit hook) and how that ended.
+FETCH = """
+import sys, urllib.request
+sys.addaudithook(lambda event, args: event == "socket.connect" and print("connect", args[1]))
+try:
+    urllib.request.urlopen("http://192.0.2.1/", timeout=30)
+except OSError as exc:
+    print(exc)
+"""
+
+
+async def test_offline_a_request_to_a_remote_host_goes_to_the_closed_proxy_and_is_refused(
+    ctx: ToolUseContext,
+) -> None:
+    # 192.0.2.1 (TEST-NET-1) is never routed on the internet; offline, the client goes to the
+    # proxy, a closed loopback port, which refuses at once (no timeout is waited out).
+    ctx.environment = ToolEnvironment(network=NetworkPolicy.OFFLINE)
+
+    result = await run(ctx, f"python3 -c '{FETCH}'")
+
+    assert result == ToolResult("connect ('127.0.0.1', 9)\n<urlopen error [Errno 111] Connection refused>")
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+async def test_offline_curl_goes_to_the_closed_proxy_too(ctx: ToolUseContext) -> None:
+    ctx.environment = ToolEnvironment(network=NetworkPolicy.OFFLINE)
+
+    result = await run(ctx, "curl -sS --max-time 30 http://192.0.2.1/ https://192.0.2.1/")
+
+    assert result.is_error and isinstance(result.content, str)
+    assert result.content.count("Failed to connect to 127.0.0.1 port 9") == 2, result.content
 
 
 async def test_stdout_and_stderr_are_combined(ctx: ToolUseContext) -> None:

@@ -3,11 +3,13 @@
 What it guarantees. The file tools (Read, Write, Edit, Glob, Grep) touch nothing outside the
 workspace: `..`, absolute paths and symbolic links that lead out are refused with a message.
 Bash runs with the workspace as its working directory, under a timeout (EngineSettings.
-bash_timeout_s, 120 s by default), with its output bounded (bash_max_output_chars) and without
-any variable whose name holds API_KEY, TOKEN, SECRET or PASSWORD. Bash is a shell, not a
-filesystem jail: `echo x > ../outside.txt` works. What keeps a replay harmless is where it runs,
-a temp copy of the bundle's workspace, so the bundle itself is never modified; a command that
-climbs further can reach whatever the user running the replay can.
+bash_timeout_s, 120 s by default), with its output bounded (bash_max_output_chars) and with an
+environment built from an allowlist (PATH, HOME, LANG, LC_*, TERM, TMPDIR, CLAUDE_PROJECT_DIR,
+the session's `env`); in a replay, proxy variables point at a closed loopback port. Command
+hooks get the same environment. Bash is a shell, not a filesystem jail: `echo x > ../outside.txt`
+works. What keeps a replay harmless is where it runs, a temp copy of the bundle's workspace, so
+the bundle itself is never modified; a command that climbs further can reach whatever the user
+running the replay can.
 
 The tools' own unit tests (test_read.py, test_bash.py, ...) check each refusal in isolation;
 here the refusals come out of a real recording and replay of a bundle.
@@ -29,6 +31,7 @@ from engine.tools import ToolUseContext
 from replay.runner import run_bundle
 from replay.scenario import Scenario
 from replay.session import SessionSpec, load_bundle, record_bundle, replay_bundle
+from replay.session_options import SessionOptions
 
 OUTSIDE = "Path '{}' is outside the workspace; tools may only touch files inside it."
 
@@ -148,6 +151,7 @@ def test_recording_ran_in_a_temp_copy_too(escapes: Path) -> None:
 
 SECRETS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-sandbox-test-key",
+    "MY_ANTHROPIC_CREDENTIAL": "sk-ant-api03-sandbox-unlisted-name",
     "ANTHROPIC_AUTH_TOKEN": "auth-token-sandbox-1234",
     "GH_TOKEN": "ghp_sandbox1234567890",
     "AWS_SECRET_ACCESS_KEY": "aws-secret-sandbox-1234",
@@ -156,7 +160,14 @@ SECRETS = {
 BOUNDED = [
     {"content": [tool_use("Bash", command="echo started; sleep 30")]},
     {"content": [tool_use("Bash", command="yes 0123456789 | head -c 100000")]},
-    {"content": [tool_use("Bash", command=f'printenv {" ".join(SECRETS)}; echo "exit=$?"; printenv SANDBOX_KEPT')]},
+    {
+        "content": [
+            tool_use(
+                "Bash",
+                command=f'printenv {" ".join(SECRETS)} SANDBOX_UNLISTED; echo "exit=$?"; printenv SANDBOX_KEPT',
+            )
+        ]
+    },
     {"content": [{"text": "Done."}]},
 ]
 LIMITS = EngineSettings(bash_timeout_s=0.3, bash_max_output_chars=60)
@@ -175,11 +186,16 @@ async def test_bash_in_a_replay_is_timed_out_bounded_and_sees_no_credentials(
 ) -> None:
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("SANDBOX_KEPT", "an ordinary setting")
+    monkeypatch.setenv("SANDBOX_UNLISTED", "an ordinary setting nobody named")
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     bundle = await record_bundle(
-        tmp_path / "bundle", prompts=["run"], scenario=Scenario.from_list(BOUNDED), workspace=workspace, settings=LIMITS
+        tmp_path / "bundle",
+        prompts=["run"],
+        scenario=Scenario.from_list(BOUNDED),
+        workspace=workspace,
+        settings=LIMITS,
+        options=SessionOptions(env={"SANDBOX_KEPT": "an ordinary setting"}),
     )
     assert load_bundle(bundle.path).spec.settings.bash_timeout_s == 0.3
 
@@ -195,3 +211,70 @@ async def test_bash_in_a_replay_is_timed_out_bounded_and_sees_no_credentials(
     files = [run.transcript, *(p.read_text() for p in bundle.path.glob("*.*"))]
     for value in SECRETS.values():
         assert not any(value in text for text in files), value
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment of Bash and command hooks, and the network, in a recorded and replayed session
+
+# Each command lists the names in its environment beyond the allowlist, the engine's own and the
+# session's `env` (none, whatever the machine), then what it sees of the session and the proxy.
+ALLOWED = r"PATH|HOME|LANG|LC_.*|TERM|TMPDIR|PWD|OLDPWD|SHLVL|_|CLAUDE_PROJECT_DIR|APP_MODE|[A-Za-z]+_(proxy|PROXY)"
+LIST_ENV = (
+    f"echo \"unlisted: [$(env -0 | cut -z -d= -f1 | tr '\\0' '\\n' | grep -Exv '{ALLOWED}' | sort | tr '\\n' ' ')]\"; "
+    'echo "APP_MODE=$APP_MODE https_proxy=$https_proxy HTTP_PROXY=$HTTP_PROXY NO_PROXY=[$NO_PROXY]"; '
+    'echo "workspace: $([ "$CLAUDE_PROJECT_DIR" = "$PWD" ] && echo the working directory)"'
+)
+SEEN = (
+    "unlisted: []\n"
+    "APP_MODE=test https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 NO_PROXY=[]\n"
+    "workspace: the working directory"
+)
+# Where a Python client connects (an audit hook says), and how that ends: at the proxy.
+FETCH = """python3 - <<'PY'
+import sys, urllib.request
+sys.addaudithook(lambda event, args: event == "socket.connect" and print("connect", args[1], flush=True))
+try:
+    urllib.request.urlopen("http://192.0.2.1/", timeout=30)
+except OSError as exc:
+    print(exc)
+PY"""
+ENVIRONMENT = [
+    {"content": [tool_use("Bash", command=LIST_ENV)]},
+    {"content": [tool_use("Bash", command=FETCH)]},
+    {"content": [{"text": "Done."}]},
+]
+# A post-tool hook exiting 2: what it prints on stderr goes back to the model with the result.
+HOOK = {"post_tool_use": [{"command": f"{{ {LIST_ENV}; }} >&2; exit 2", "matcher": "Bash"}]}
+
+
+@pytest.fixture(scope="module")
+def environment_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("environment")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-api03-sandbox-unlisted-name")
+        monkeypatch.setenv("SANDBOX_UNLISTED", "an ordinary setting nobody named")
+        options = SessionOptions.from_mapping({"env": {"APP_MODE": "test"}, "hooks": HOOK})
+        scenario = Scenario.from_list(ENVIRONMENT)
+        asyncio.run(record_bundle(root / "bundle", prompts=["look"], scenario=scenario, options=options))
+    return root / "bundle"
+
+
+def test_bash_and_hooks_see_only_the_allowlist_the_session_env_and_proxies_that_point_nowhere(
+    environment_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-api03-sandbox-unlisted-name")
+
+    run = asyncio.run(replay_bundle(environment_bundle))
+
+    feedback = f"\n\nPostToolUse hook feedback:\n{SEEN}"
+    assert tool_results(run.transcript)[0] == SEEN + feedback
+    assert run.transcript == (environment_bundle / "transcript.jsonl").read_text()
+    assert "sk-ant-api03-sandbox-unlisted-name" not in run.transcript
+
+
+def test_a_replayed_command_cannot_reach_a_remote_host_it_goes_to_the_closed_proxy(environment_bundle: Path) -> None:
+    run = asyncio.run(replay_bundle(environment_bundle))
+
+    fetched = tool_results(run.transcript)[1]
+    assert fetched.startswith("connect ('127.0.0.1', 9)\n<urlopen error [Errno 111] Connection refused>\n\n"), fetched
+    assert run.transcript == (environment_bundle / "transcript.jsonl").read_text()
