@@ -105,8 +105,8 @@ def diff_bundles(a: Bundle, b: Bundle) -> list[str]:
     if not trace_lines:
         lines.extend(
             diff_transcripts(
-                a.transcript_path.read_text(encoding="utf-8"),
-                b.transcript_path.read_text(encoding="utf-8"),
+                a.recorded_transcript(),
+                b.recorded_transcript(),
                 a_name=str(a.transcript_path),
                 b_name=str(b.transcript_path),
             )
