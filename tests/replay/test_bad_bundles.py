@@ -344,3 +344,22 @@ def test_the_caps_leave_room_for_every_bundle_in_the_library() -> None:
 
     assert sessions and max(sessions) * 100 < MAX_SESSION_BYTES
     assert transcripts and max(transcripts) * 100 < MAX_TRANSCRIPT_BYTES
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "problem"),
+    [
+        ("trace.json", b"[" * DEEP + b"]" * DEEP, "nested too deeply"),
+        ("trace.json", b"\xff\xfe\x00\x81", "is not UTF-8 text"),
+        ("transcript.jsonl", b'{"a": 1}\n\xff\xfe\x00\x81\n', "is not UTF-8 text"),
+    ],
+    ids=["deep-trace", "binary-trace", "binary-transcript"],
+)
+def test_diff_refuses_a_bad_trace_or_transcript_given_on_its_own(
+    bundle: Path, tmp_path: Path, name: str, data: bytes, problem: str
+) -> None:
+    bad = tmp_path / "bad" / name
+    bad.parent.mkdir()
+    bad.write_bytes(data)
+
+    assert_bad_input(runner.invoke(app, ["diff", str(bundle / name), str(bad)]), str(bad), problem)
