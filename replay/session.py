@@ -257,9 +257,8 @@ def load_bundle(path: Path) -> Bundle:
                 f"bundle is whole at {retired[0]} — rename it back to {path.name}."
             )
         if path.is_file():
-            folder = path.parent if path.name == SESSION_FILE else None
-            hint = f"; run `replay run {folder}`" if folder is not None else " (the folder holding session.json)"
-            raise BundleError(f"{path} is a file, not a bundle folder; give the bundle's folder{hint}.")
+            hint = f"its folder, {path.parent}" if path.name == SESSION_FILE else "the folder holding session.json"
+            raise BundleError(f"{path} is a file, not a bundle folder; give {hint}.")
         raise BundleError(f"Bundle {path} does not exist or is not a folder.")
     for name in (SESSION_FILE, CASSETTE_FILE, TRANSCRIPT_FILE):
         if not (path / name).is_file():

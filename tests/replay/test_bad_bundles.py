@@ -291,7 +291,7 @@ def test_a_file_given_as_a_bundle_is_called_a_file(tmp_path: Path) -> None:
 def test_a_bundle_s_session_json_given_as_the_bundle_points_at_its_folder(bundle: Path) -> None:
     result = runner.invoke(app, ["run", str(bundle / "session.json")])
 
-    assert_bad_input(result, "is a file, not a bundle folder", f"replay run {bundle}")
+    assert_bad_input(result, "is a file, not a bundle folder", f"give its folder, {bundle}.")
 
 
 def test_a_missing_bundle_still_says_it_does_not_exist(tmp_path: Path) -> None:
