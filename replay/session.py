@@ -129,7 +129,7 @@ class SessionSpec:
         """The spec in ``text`` (the contents of ``source``), checked against the session schema
         (`replay.session_schema`): exact types, no unknown keys."""
         try:
-            document = loads_json(text, source=source, remedy=f"the bundle is corrupt — {_RE_RECORD}")
+            document = loads_json(text, source=source, remedy=_RE_RECORD)
         except BadFileError as exc:
             raise BundleError(str(exc)) from None
         if not isinstance(document, dict):

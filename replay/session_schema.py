@@ -166,7 +166,7 @@ def engine_settings_from(values: Mapping[str, Any], *, source: Path | str, prefi
     try:
         return EngineSettings(**converted)
     except ValueError as err:
-        raise SchemaError(f"{source}: {_lower(str(err))}") from None
+        raise SchemaError(f"{source}: {err}") from None
 
 
 def session_options_from(values: Mapping[str, Any] | None, *, source: Path | str, prefix: str) -> SessionOptions:
@@ -177,7 +177,7 @@ def session_options_from(values: Mapping[str, Any] | None, *, source: Path | str
         options = SessionOptions.from_mapping(values)
         options.build_hooks()
     except (SessionOptionsError, ValueError) as err:
-        raise SchemaError(f"{source}: {prefix.rstrip('.')}: {_lower(str(err)).rstrip('.')}.") from None
+        raise SchemaError(f"{source}: {prefix.rstrip('.')}: {str(err).rstrip('.')}.") from None
     return options
 
 
