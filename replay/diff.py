@@ -18,6 +18,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
+from replay.bundle_files import MAX_TRACE_BYTES, MAX_TRANSCRIPT_BYTES, read_capped_text
 from replay.cassette import load_cassette
 from replay.fingerprint import Normalizer
 from replay.jsondiff import differing_paths
@@ -105,8 +106,8 @@ def diff_bundles(a: Bundle, b: Bundle) -> list[str]:
     if not trace_lines:
         lines.extend(
             diff_transcripts(
-                a.transcript_path.read_text(encoding="utf-8"),
-                b.transcript_path.read_text(encoding="utf-8"),
+                a.recorded_transcript(),
+                b.recorded_transcript(),
                 a_name=str(a.transcript_path),
                 b_name=str(b.transcript_path),
             )
@@ -124,14 +125,19 @@ def diff_paths(a: Path, b: Path) -> list[str]:
         return diff_bundles(load_bundle(a), load_bundle(b))
     if kind_a == "trace":
         return diff_traces(load_trace_file(a), load_trace_file(b))
-    return diff_transcripts(a.read_text(encoding="utf-8"), b.read_text(encoding="utf-8"), a_name=str(a), b_name=str(b))
+    texts = [
+        read_capped_text(Path(p), limit=MAX_TRANSCRIPT_BYTES, remedy="check that it is a transcript") for p in (a, b)
+    ]
+    return diff_transcripts(*texts, a_name=str(a), b_name=str(b))
 
 
 def load_trace_file(path: Path) -> BehaviourTrace:
     """A behaviour trace from a ``trace.json`` file; ``ValueError`` naming the file if it is not one."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_capped_text(Path(path), limit=MAX_TRACE_BYTES, remedy="check that it is a behaviour trace")
     try:
         return BehaviourTrace.from_json(json.loads(text))
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be a behaviour trace.") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{path} is not a readable behaviour trace ({exc}).") from None
 

@@ -78,10 +78,11 @@ async def run_bundle(path: Path | Bundle, *, update: bool = False) -> RunReport:
     started = time.perf_counter()
     bundle = path if isinstance(path, Bundle) else load_bundle(Path(path))
     recorded_trace = bundle.recorded_trace()
+    # Checked before anything runs: a corrupt transcript is bad input, not drift.
+    recorded_transcript = bundle.recorded_transcript()
     run = await replay_bundle(bundle, strict=False)
     session = recorded_trace.session if recorded_trace is not None else bundle.path.name
     trace = run.behaviour(session, bundle.spec.prompts)
-    recorded_transcript = bundle.transcript_path.read_text(encoding="utf-8")
 
     differences: list[str] = []
     new_transcript, old_transcript = run.transcript, recorded_transcript

@@ -18,9 +18,18 @@ from typing import Any, Final, TypeVar
 
 import yaml
 
+from replay.bundle_files import MAX_SCENARIO_BYTES, BadFileError, read_capped_text
 from replay.cassette._yaml import load_yaml
+from replay.session_schema import (
+    ScenarioSessionDocument,
+    SchemaError,
+    engine_settings_from,
+    session_options_from,
+    validate_document,
+)
 
 __all__ = [
+    "MAX_SCENARIO_BYTES",
     "SCENARIO_VERSION",
     "Block",
     "DropConnection",
@@ -270,18 +279,19 @@ class Scenario:
 
 def load_scenario(path: str | PathLike[str]) -> Scenario:
     """Load a YAML scenario file (`{version: 1, name?, model?, turns: [...]}`)."""
+    try:
+        text = read_capped_text(Path(path), limit=MAX_SCENARIO_BYTES, remedy="check that it is a scenario file")
+    except BadFileError as err:
+        raise ScenarioError(str(err)) from None
     with _located(str(path)):
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-            raise ScenarioError(f"cannot read the scenario file ({reason}).") from None
         try:
             # The cassettes' loader: plain data only, and no aliases (no alias bombs).
             document = load_yaml(text)
         except yaml.YAMLError as err:
             raise ScenarioError(f"invalid YAML ({_yaml_problem(err)}).") from None
-        return _parse_document(document)
+        except RecursionError:
+            raise ScenarioError("the YAML is nested too deeply to be a scenario.") from None
+        return _parse_document(document, source=str(path))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +309,7 @@ _FAULT_KEYS: Final[Mapping[FaultKind, tuple[str, ...]]] = {
 }
 
 
-def _parse_document(document: object) -> Scenario:
+def _parse_document(document: object, *, source: str) -> Scenario:
     if document is None:
         raise ScenarioError("the scenario file is empty; expected a mapping with version and turns.")
     top = _mapping(document, "the scenario file", _TOP_KEYS, where="in the scenario file")
@@ -311,19 +321,27 @@ def _parse_document(document: object) -> Scenario:
     turns = _required(top, "turns")
     if not isinstance(turns, list):
         raise ScenarioError(f"'turns' must be a list, not {_type_name(turns)}.")
-    prompts = top.get("prompts", [])
-    if not isinstance(prompts, list) or not all(isinstance(p, str) and p.strip() for p in prompts):
-        raise ScenarioError("'prompts' must be a list of non-empty strings (the prompts to submit, in order).")
-    settings = top.get("settings", {})
-    if not isinstance(settings, Mapping) or not all(isinstance(k, str) for k in settings):
-        raise ScenarioError(
-            f"'settings' must be a mapping of engine setting names to values, not {_type_name(settings)}."
-        )
-    session = top.get("session", {})
-    if not isinstance(session, Mapping):
-        raise ScenarioError(f"'session' must be a mapping of session options, not {_type_name(session)}.")
+    prompts, settings, session = _session_fields(top, source)
     scenario = Scenario.from_list(turns, model=model, name=name)
     return dataclasses.replace(scenario, prompts=tuple(prompts), settings=dict(settings), session=dict(session))
+
+
+def _session_fields(top: Mapping[str, Any], source: str) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """The prompts, settings and session options, checked against the session schema (exact
+    types, the same as session.json's); errors are raised without the file, which
+    `load_scenario` puts in front."""
+    try:
+        validate_document(ScenarioSessionDocument, top, source=source)
+        settings = dict(top.get("settings") or {})
+        session = dict(top.get("session") or {})
+        engine_settings_from(settings, source=source)
+        session_options_from(session, source=source, prefix="session.")
+    except SchemaError as err:
+        raise ScenarioError(str(err).removeprefix(f"{source}: ")) from None
+    prompts = list(top.get("prompts") or [])
+    if not all(p.strip() for p in prompts):
+        raise ScenarioError("'prompts' must be a list of non-empty strings (the prompts to submit, in order).")
+    return prompts, settings, session
 
 
 def _parse_turn_or_fault(item: object) -> TurnOrFault:

@@ -34,16 +34,34 @@ from engine import (
     TraceEvent,
     default_tools,
 )
+from replay.bundle_files import (
+    MAX_SESSION_BYTES,
+    MAX_TRACE_BYTES,
+    MAX_TRANSCRIPT_BYTES,
+    BadFileError,
+    loads_json,
+    read_capped_text,
+    read_recorded_transcript,
+)
 from replay.fake import FakeModel
 from replay.record import CassetteRecorder, RecordMode
 from replay.scenario import Scenario, load_scenario
 from replay.scenario_writer import scenario_to_document
 from replay.server import FakeModelServer
-from replay.session_options import SessionOptions, SessionOptionsError
+from replay.session_options import SessionOptions
+from replay.session_schema import (
+    SchemaError,
+    SessionDocument,
+    engine_settings_from,
+    session_options_from,
+    validate_document,
+)
 from replay.trace import BehaviourTrace, extract_trace, render_text
 from replay.transport import LoggedRequest
 
 __all__ = [
+    "MAX_SESSION_BYTES",
+    "MAX_TRANSCRIPT_BYTES",
     "SESSION_FORMAT_VERSION",
     "Bundle",
     "BundleError",
@@ -70,6 +88,7 @@ SESSION_PLACEHOLDER = "<session>"
 PLACEHOLDER_KEY = "sk-ant-replay-placeholder"
 # How a cassette recorded against the loopback fake server names it (its port changes every run).
 FAKE_SERVER_BASE_URL = "http://fake-model.invalid"
+_RE_RECORD = "restore it from version control or re-record the bundle"
 
 
 class BundleError(ValueError):
@@ -107,25 +126,33 @@ class SessionSpec:
 
     @classmethod
     def from_json(cls, text: str, *, source: Path) -> SessionSpec:
+        """The spec in ``text`` (the contents of ``source``), checked against the session schema
+        (`replay.session_schema`): exact types, no unknown keys."""
         try:
-            document = json.loads(text)
-        except ValueError as exc:
-            raise BundleError(f"{source} is not valid JSON ({exc}); the bundle is corrupt — re-record it.") from None
+            document = loads_json(text, source=source, remedy=_RE_RECORD)
+        except BadFileError as exc:
+            raise BundleError(str(exc)) from None
         if not isinstance(document, dict):
             raise BundleError(f"{source} must hold a JSON object, not {type(document).__name__}.")
         version = document.get("format_version")
-        if version != SESSION_FORMAT_VERSION:
+        if version != SESSION_FORMAT_VERSION or isinstance(version, bool):
             raise BundleError(
                 f"{source} is session format version {version!r}; this replay reads version {SESSION_FORMAT_VERSION}."
             )
         try:
-            settings = _settings_from(document.get("settings") or {})
-            prompts = tuple(str(p) for p in document["prompts"])
-            tools = tuple(str(t) for t in document.get("tools") or ())
-            seed = int(document.get("seed", 0))
-            options = SessionOptions.from_mapping(document.get("session_options"))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BundleError(f"{source} is missing or has a bad field ({exc}).") from None
+            checked = validate_document(SessionDocument, document, source=source)
+            settings = engine_settings_from(document.get("settings") or {}, source=source)
+            options = session_options_from(document.get("session_options"), source=source, prefix="session_options.")
+        except SchemaError as exc:
+            raise BundleError(str(exc)) from None
+        for name in ("model", "system_prompt"):
+            if name in document and document[name] != getattr(settings, name):
+                raise BundleError(
+                    f"{source}: {name} is {document[name]!r} but settings.{name} is {getattr(settings, name)!r}; "
+                    f"the top-level {name} only repeats the setting for a reader — make them agree."
+                )
+        prompts = tuple(checked.prompts)
+        tools = tuple(checked.tools or ())
         _check_paths_stay_in_bundle(document, settings, source)
         known = {tool.name for tool in default_tools()}
         unknown = sorted(set(tools) - known)
@@ -137,9 +164,9 @@ class SessionSpec:
             prompts=prompts,
             settings=settings,
             tools=tools,
-            seed=seed,
-            live=bool(document.get("live", False)),
-            scenario=document.get("scenario"),
+            seed=checked.seed,
+            live=checked.live,
+            scenario=checked.scenario,
             options=options,
         )
 
@@ -159,15 +186,6 @@ def _check_paths_stay_in_bundle(document: dict[str, Any], settings: EngineSettin
                 f"{source} has the memory path {pattern!r} in its settings, which leads outside the workspace; "
                 "memory paths are patterns relative to workspace/ without '..', so the bundle is refused."
             )
-
-
-def _settings_from(values: dict[str, Any]) -> EngineSettings:
-    names = {f.name: f for f in dataclasses.fields(EngineSettings)}
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise ValueError(f"unknown settings {', '.join(unknown)}")
-    converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    return EngineSettings(**converted)
 
 
 @dataclass(frozen=True)
@@ -195,9 +213,20 @@ class Bundle:
         if not path.is_file():
             return None
         try:
-            return BehaviourTrace.from_json(json.loads(path.read_text(encoding="utf-8")))
+            text = read_capped_text(path, limit=MAX_TRACE_BYTES, remedy=_RE_RECORD)
+            return BehaviourTrace.from_json(loads_json(text, source=path, remedy=_RE_RECORD))
+        except BadFileError as exc:
+            raise BundleError(str(exc)) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise BundleError(f"{path} is not a readable behaviour trace ({exc}); re-record the bundle.") from None
+
+    def recorded_transcript(self) -> str:
+        """The recorded ``transcript.jsonl``, every line a complete JSON record (a torn line,
+        even the last, is corruption in a bundle: see `read_recorded_transcript`)."""
+        try:
+            return read_recorded_transcript(self.transcript_path)
+        except BadFileError as exc:
+            raise BundleError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -227,6 +256,9 @@ def load_bundle(path: Path) -> Bundle:
                 f"Bundle {path} does not exist: a re-recording was interrupted while swapping it in; the previous "
                 f"bundle is whole at {retired[0]} — rename it back to {path.name}."
             )
+        if path.is_file():
+            hint = f"its folder, {path.parent}" if path.name == SESSION_FILE else "the folder holding session.json"
+            raise BundleError(f"{path} is a file, not a bundle folder; give {hint}.")
         raise BundleError(f"Bundle {path} does not exist or is not a folder.")
     for name in (SESSION_FILE, CASSETTE_FILE, TRANSCRIPT_FILE):
         if not (path / name).is_file():
@@ -235,7 +267,11 @@ def load_bundle(path: Path) -> Bundle:
         raise BundleError(f"Bundle {path} has no {WORKSPACE_DIR}/ folder, so its tools have nothing to start from.")
     _check_bundle_files(path)
     _check_workspace_tree(path / WORKSPACE_DIR)
-    spec = SessionSpec.from_json((path / SESSION_FILE).read_text(encoding="utf-8"), source=path / SESSION_FILE)
+    try:
+        text = read_capped_text(path / SESSION_FILE, limit=MAX_SESSION_BYTES, remedy=_RE_RECORD)
+    except BadFileError as exc:
+        raise BundleError(str(exc)) from None
+    spec = SessionSpec.from_json(text, source=path / SESSION_FILE)
     return Bundle(path, spec)
 
 
@@ -321,22 +357,20 @@ async def record_bundle(
     out = Path(out)
     scenario_text: str | None = None
     if isinstance(scenario, Path):
-        scenario_text = scenario.read_text(encoding="utf-8")
-        scenario = load_scenario(scenario)
+        # Loaded (and so checked) first: a file that is not a scenario is never read as text.
+        scenario_path, scenario = scenario, load_scenario(scenario)
+        scenario_text = scenario_path.read_text(encoding="utf-8")
     if scenario is not None:
         # A scenario file may carry its own prompts, settings and session options; what the
         # caller passes wins.
         prompts = prompts or scenario.prompts
-        if options is None and scenario.session:
-            try:
-                options = SessionOptions.from_mapping(scenario.session)
-            except SessionOptionsError as exc:
-                raise BundleError(f"The scenario's session options are not usable: {exc}.") from None
-        if settings is None and scenario.settings:
-            try:
-                settings = _settings_from(dict(scenario.settings))
-            except (TypeError, ValueError) as exc:
-                raise BundleError(f"The scenario's settings are not valid engine settings ({exc}).") from None
+        try:
+            if options is None and scenario.session:
+                options = session_options_from(scenario.session, source="The scenario", prefix="session.")
+            if settings is None and scenario.settings:
+                settings = engine_settings_from(scenario.settings, source="The scenario")
+        except SchemaError as exc:
+            raise BundleError(str(exc)) from None
     settings = settings or EngineSettings()
     if not prompts:
         raise BundleError("Nothing to submit: give at least one prompt (or list them under 'prompts' in the scenario).")

@@ -27,6 +27,8 @@ _HEADER: Final = f"# agent-replay cassette, format version {CASSETTE_FORMAT_VERS
 # The last line of every native file: a file that fails to load and lacks it was cut short.
 _FOOTER: Final = "# end of cassette\n"
 _CONTENT_KEY = re.compile(r"^[mts]-[0-9a-f]+$")
+# A native cassette names itself in its first lines: the header comment or the format marker key.
+_NATIVE_START = re.compile(rf"^(?:# agent-replay cassette\b|{FORMAT_MARKER}\s*:)", re.MULTILINE)
 _RESTORE: Final = "restore it from version control or re-record it"
 
 
@@ -71,9 +73,14 @@ def loads_cassette(text: str, *, source_name: str) -> Cassette:
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise CassetteError(source_name, "is empty; record it again with record mode once or all.")
+    # The end line first, before parsing: a native file cut between two interactions still
+    # parses, and would replay as a shorter session instead of being refused.
+    if _NATIVE_START.search(text, 0, 4096) is not None:
+        _check_end_line(text, source_name)
     document, parsed_as = _parse(text, source_name)
     try:
         if isinstance(document, Mapping) and FORMAT_MARKER in document:
+            _check_end_line(text, source_name)
             _check_native_version(document[FORMAT_MARKER], source_name)
             cassette = decode_native(document)
             cassette.source = CassetteSource.NATIVE
@@ -87,12 +94,6 @@ def loads_cassette(text: str, *, source_name: str) -> Cassette:
                 metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
             )
     except FormatProblem as problem:
-        if isinstance(document, Mapping) and FORMAT_MARKER in document and not text.rstrip().endswith(_FOOTER.strip()):
-            raise CassetteError(
-                source_name,
-                f"looks truncated: it does not end with the line {_FOOTER.strip()!r} and is invalid at "
-                f"{problem.where} ({problem.problem}); {_RESTORE}.",
-            ) from None
         raise CassetteError(
             source_name, f"is invalid at {problem.where}: {problem.problem}; {problem.remedy}."
         ) from None
@@ -145,6 +146,15 @@ def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource]:
         ) from None
     except RecursionError:
         raise CassetteError(source_name, f"nests its data too deeply to be a cassette; {_RESTORE}.") from None
+
+
+def _check_end_line(text: str, source_name: str) -> None:
+    if not text.rstrip().endswith(_FOOTER.strip()):
+        raise CassetteError(
+            source_name,
+            f"is truncated: it does not end with the line {_FOOTER.strip()!r} that ends every agent-replay "
+            f"cassette, so interactions may be missing; {_RESTORE}.",
+        )
 
 
 def _check_native_version(version: Any, source_name: str) -> None:

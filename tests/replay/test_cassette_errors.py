@@ -78,19 +78,35 @@ def test_a_broken_json_file_is_reported_as_json(tmp_path: Path) -> None:
     assert "is not valid JSON (Expecting value at line 1, column 33); it looks truncated or corrupt" in message
 
 
-def test_a_cassette_cut_inside_a_line_looks_truncated(tmp_path: Path, good_text: str) -> None:
-    cut = good_text[: good_text.rindex("{event:") + 12]
-    message = message_of(write(tmp_path, cut))
-    assert "it looks truncated or corrupt" in message
-    assert "at line" in message and "column" in message
-
-
-def test_a_cassette_cut_between_lines_looks_truncated(tmp_path: Path, good_text: str) -> None:
-    cut = good_text[: good_text.rindex("  response:")]
-    message = message_of(write(tmp_path, cut))
-    assert "looks truncated: it does not end with the line '# end of cassette' and is invalid at interactions[2]" in (
-        message
+def test_a_cassette_cut_inside_a_line_is_truncated(tmp_path: Path, good_text: str) -> None:
+    path = write(tmp_path, good_text[: good_text.rindex("{event:") + 12])
+    assert message_of(path) == (
+        f"{path} is truncated: it does not end with the line '# end of cassette' that ends every agent-replay "
+        "cassette, so interactions may be missing; restore it from version control or re-record it."
     )
+
+
+def test_a_cassette_cut_between_lines_is_truncated(tmp_path: Path, good_text: str) -> None:
+    cut = good_text[: good_text.rindex("  response:")]
+    assert "is truncated: it does not end with the line '# end of cassette'" in message_of(write(tmp_path, cut))
+
+
+def test_a_cassette_cut_after_a_whole_interaction_is_truncated_though_it_parses(tmp_path: Path, good_text: str) -> None:
+    cut = good_text[: good_text.rindex("\n- request:") + 1]
+    assert len(loads_cassette(cut + "# end of cassette\n", source_name="c").interactions) == 2  # it parses
+
+    assert "is truncated: it does not end with the line '# end of cassette'" in message_of(write(tmp_path, cut))
+
+
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9, 0.999])
+def test_a_cassette_cut_at_any_byte_is_truncated(tmp_path: Path, good_text: str, keep: float) -> None:
+    cut = good_text.encode()[: int(len(good_text.encode()) * keep)].decode(errors="ignore")
+    assert "is truncated" in message_of(write(tmp_path, cut))
+
+
+def test_a_native_cassette_in_json_without_its_end_line_is_truncated(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"agent_replay_cassette": 1, "content": {}, "interactions": []}', "c.json")
+    assert "is truncated" in message_of(path)
 
 
 def test_a_newer_format_version_says_to_upgrade_or_re_record(tmp_path: Path, good_text: str) -> None:
@@ -184,12 +200,15 @@ def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
 def test_even_one_alias_in_a_real_cassette_is_refused(tmp_path: Path, good_text: str) -> None:
     aliased = good_text.replace("interactions:\n", "interactions:\n- &first\n", 1)
     aliased = aliased.replace("- &first\n- request:", "- &first\n  request:", 1)
-    aliased = aliased.removesuffix("# end of cassette\n") + "- *first\n"
+    aliased = aliased.removesuffix("# end of cassette\n") + "- *first\n# end of cassette\n"
     assert "uses a YAML alias" in message_of(write(tmp_path, aliased))
 
 
 def test_python_tags_are_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, "agent_replay_cassette: 1\ncontent: !!python/object/apply:os.system ['echo pwned']\n")
+    path = write(
+        tmp_path,
+        "agent_replay_cassette: 1\ncontent: !!python/object/apply:os.system ['echo pwned']\n# end of cassette\n",
+    )
     assert "uses a YAML tag that safe loading refuses" in message_of(path)
 
 

@@ -316,7 +316,7 @@ def test_the_persister_reports_missing_and_empty_cassettes_as_vcrpy_does(tmp_pat
 
 def test_the_persister_names_the_file_of_a_corrupt_cassette(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("agent_replay_cassette: 2\n")
+    path.write_text("agent_replay_cassette: 2\n# end of cassette\n")
 
     with pytest.raises(CassetteError, match=rf"^{path} is format version 2"):
         AtomicPersister.load_cassette(path, AgentReplaySerializer())

@@ -293,7 +293,7 @@ def cassette_message(text: str, name: str = "hostile.yaml") -> str:
     ],
 )
 def test_every_tag_beyond_plain_data_is_refused(tag: str, named: str) -> None:
-    assert cassette_message(f"agent_replay_cassette: 1\ncontent: {tag}\n") == (
+    assert cassette_message(f"agent_replay_cassette: 1\ncontent: {tag}\n# end of cassette\n") == (
         f"hostile.yaml uses a YAML tag that safe loading refuses (could not determine a constructor for the tag "
         f"'{named}' at line 2, column 10); a cassette holds plain data only — re-record it."
     )
@@ -313,7 +313,7 @@ def test_binary_data_in_a_native_body_is_refused() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["base: &b {a: 1}\nagent_replay_cassette: 1\ncontent:\n  <<: *b\n", "loop: &a [*a]\n"],
+    ["base: &b {a: 1}\nagent_replay_cassette: 1\ncontent:\n  <<: *b\n# end of cassette\n", "loop: &a [*a]\n"],
     ids=["merge-key", "self-reference"],
 )
 def test_merge_keys_and_self_references_are_aliases_too(text: str) -> None:

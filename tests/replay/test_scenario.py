@@ -297,14 +297,14 @@ def test_a_missing_file_is_a_scenario_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path)
 
-    assert str(caught.value) == f"{path}: cannot read the scenario file (No such file or directory)."
+    assert str(caught.value) == f"{path} does not exist."
 
 
 def test_a_file_that_is_not_utf8_is_a_scenario_error(tmp_path: Path) -> None:
     path = tmp_path / "binary.yaml"
     path.write_bytes(b"\xff\xfe\x00")
 
-    with pytest.raises(ScenarioError, match=r"binary\.yaml: cannot read the scenario file \('utf-8' codec"):
+    with pytest.raises(ScenarioError, match=r"binary\.yaml is not UTF-8 text \(byte 0 cannot be decoded\)"):
         load_scenario(path)
 
 
