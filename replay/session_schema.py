@@ -120,6 +120,8 @@ class SessionOptionsDocument(_Exact):
     permissions: PermissionsDocument | None = None
     interrupt: InterruptDocument | None = None
     clock_advance_minutes: list[typing.Annotated[float, Field(ge=0)]] | None = None
+    # Names are checked by `SessionOptions.from_mapping` (a shell variable name, none the engine sets).
+    env: dict[str, str] | None = None
 
 
 class SessionDocument(_Exact):
