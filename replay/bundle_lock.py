@@ -49,7 +49,7 @@ def bundle_write_lock(
     bundle = Path(bundle)
     path = lock_path(bundle)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(path, timeout=0, thread_local=False, on_acquired=_write_owner)
+    lock = FileLock(path, timeout=0, thread_local=False)
     try:
         lock.acquire()
     except Timeout:
@@ -62,6 +62,8 @@ def bundle_write_lock(
         except Timeout:
             raise _busy(bundle, path, waited=wait) from None
     try:
+        # Through a descriptor of our own: the lock is on filelock's, on the same file.
+        path.write_text(f"{os.getpid()}\n", encoding="ascii")
         yield
     finally:
         # Removed while still held, so no lock file is left for git to pick up; filelock
@@ -69,11 +71,6 @@ def bundle_write_lock(
         with contextlib.suppress(OSError):
             path.unlink()
         lock.release()
-
-
-def _write_owner(fd: int) -> None:
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
 
 
 def _owner(path: Path) -> int | None:
@@ -89,8 +86,7 @@ def _busy(bundle: Path, path: Path, *, waited: float = 0.0) -> BundleBusyError:
     who = f"process {owner}" if owner is not None else "another process"
     after = f" (waited {waited:g} s)" if waited else ""
     return BundleBusyError(
-        f"Bundle {bundle} is being written by {who}{after}; wait for it to finish (or pass --wait SECONDS), "
-        f"or write another bundle."
+        f"Bundle {bundle} is being written by {who}{after}; wait for it to finish, or write another bundle."
     )
 
 

@@ -30,11 +30,14 @@ from threading import Thread
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from replay.cli import app
 from replay.process_owner import OwnerTag
 from replay.runner import run_bundle
 from replay.session import record_bundle
 from replay.verify import MATCH, verify_bundle
+from tests.replay.bundle_helpers import held_by_another_process
 
 REPO = Path(__file__).resolve().parents[2]
 # Only a bound on a hung child: every wait below ends on an event long before it.
@@ -167,8 +170,8 @@ def test_a_second_writer_exits_2_naming_the_process_that_is_writing_the_bundle(t
     for refused in (second, update):
         assert refused.returncode == 2, refused
         assert refused.stderr == (
-            f"error: Bundle {out} is being written by process {writer.pid}; wait for it to finish (or pass --wait "
-            "SECONDS), or write another bundle.\n"
+            f"error: Bundle {out} is being written by process {writer.pid}; wait for it to finish, "
+            "or write another bundle.\n"
         )
     assert tree(out) == previous
     gate.open()
@@ -361,3 +364,22 @@ def test_after_a_sigkill_the_next_write_sweeps_the_dead_writers_folders_and_neve
     assert prompts_of(out) == ["B"]
     live_gate.open()
     assert finish(live)[0] == 0
+
+
+def test_scrub_will_not_rewrite_a_bundle_another_process_is_writing(tmp_path: Path) -> None:
+    out = tmp_path / "notes"
+    asyncio.run(record_bundle(out, prompts=["P"], scenario=plain_scenario(tmp_path)))
+    leaking = out / "workspace" / "config.txt"
+    leaking.write_text("key = sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789\n")
+
+    with held_by_another_process(out) as holder:
+        refused = CliRunner().invoke(app, ["scrub", str(out)])
+
+    assert refused.exit_code == 2
+    assert refused.output == (
+        f"error: Bundle {out} is being written by process {holder}; wait for it to finish, or write another bundle.\n"
+    )
+    assert "sk-ant-api03-abcdef" in leaking.read_text()
+    assert CliRunner().invoke(app, ["scrub", str(out)]).exit_code == 0
+    assert "sk-ant-api03-abcdef" not in leaking.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "plain-scenario"]
