@@ -16,6 +16,7 @@ A recording is held mid-way by a Bash tool call that creates a "started" file an
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ import yaml
 from typer.testing import CliRunner
 
 from replay.cli import app
+from replay.bundle_lock import reading_generation
 from replay.process_owner import OwnerTag
 from replay.runner import run_bundle
 from replay.session import record_bundle
@@ -383,3 +385,16 @@ def test_scrub_will_not_rewrite_a_bundle_another_process_is_writing(tmp_path: Pa
     assert CliRunner().invoke(app, ["scrub", str(out)]).exit_code == 0
     assert "sk-ant-api03-abcdef" not in leaking.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "plain-scenario"]
+
+
+def test_a_reader_holding_a_generation_keeps_a_swap_out_until_it_is_done(tmp_path: Path) -> None:
+    out = tmp_path / "notes"
+    asyncio.run(record_bundle(out, prompts=["P"], scenario=plain_scenario(tmp_path)))
+    other = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with reading_generation(out), reading_generation(out):  # readers share it
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a swap takes
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(other)
