@@ -133,7 +133,11 @@ async def _run_bundle(path: Path | Bundle, *, update: bool) -> RunReport:
                 f"Cannot update {bundle.path}: the run made {len(missed)} request(s) its cassette does not have; "
                 "re-record the bundle instead (replay record)."
             )
-        new_files = {TRANSCRIPT_FILE: run.transcript, TRACE_JSON_FILE: trace.dumps(), TRACE_TEXT_FILE: render_text(trace)}
+        new_files = {
+            TRANSCRIPT_FILE: run.transcript,
+            TRACE_JSON_FILE: trace.dumps(),
+            TRACE_TEXT_FILE: render_text(trace),
+        }
         rewrite_bundle(bundle.path, new_files)
         report.updated = True
     report.seconds = time.perf_counter() - started

@@ -33,8 +33,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from replay.cli import app
 from replay.bundle_lock import reading_generation
+from replay.cli import app
 from replay.process_owner import OwnerTag
 from replay.runner import run_bundle
 from replay.session import record_bundle
@@ -77,7 +77,10 @@ class Gate:
 def make_gate(folder: Path, name: str) -> Gate:
     started, go = folder / f"{name}.started", folder / f"{name}.go"
     command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.01; done; echo through"
-    turns = [{"content": [{"tool_use": {"name": "Bash", "input": {"command": command}}}]}, {"content": [{"text": "Done."}]}]
+    turns = [
+        {"content": [{"tool_use": {"name": "Bash", "input": {"command": command}}}]},
+        {"content": [{"text": "Done."}]},
+    ]
     return Gate(write_scenario(folder / f"{name}-scenario" / "scenario.yaml", turns), started, go)
 
 
@@ -347,7 +350,9 @@ def test_after_a_sigkill_the_next_write_sweeps_the_dead_writers_folders_and_neve
     assert len(dead_staging) == 1 and dead_scratch, "the kill left folders behind"
     # A live writer of another bundle beside it, mid-recording, and folders named after this
     # (live) test process, one of them with a start time that is not this process's (a reused pid).
-    live = cli.start("record", "--scenario", str(live_gate.scenario), "--prompt", "L", "--out", str(out.parent / "other"))
+    live = cli.start(
+        "record", "--scenario", str(live_gate.scenario), "--prompt", "L", "--out", str(out.parent / "other")
+    )
     wait_for(live_gate.started, live)
     live_scratch = sorted(p for p in scratch.iterdir() if f"-{live.pid}-" in p.name)
     live_staging = sorted(p for p in out.parent.iterdir() if p.name.startswith(".other.new-"))
