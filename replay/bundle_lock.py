@@ -126,10 +126,13 @@ def _locked_current(bundle: Path, *, shared: bool) -> int | None:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            with contextlib.suppress(OSError):
-                if os.path.samestat(os.fstat(fd), os.stat(bundle)):
-                    return fd
+        except OSError:  # a file system without flock (some network ones): go unlocked
+            os.close(fd)
+            return None
         except BaseException:
             os.close(fd)
             raise
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.stat(bundle)):
+                return fd
         os.close(fd)

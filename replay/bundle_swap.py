@@ -83,19 +83,18 @@ def swap_into_place(staging: Path, out: Path) -> None:
     bundle finish. Where the system can exchange two names in one step (Linux's renameat2),
     there is never a moment without a bundle at ``out``; elsewhere the old bundle is renamed
     away first, and ``load_bundle`` points at it if the process dies between the two renames.
-    A SIGTERM waits until the swap is done."""
-    with _sigterm_deferred():
-        if not out.exists():
+    A SIGTERM that comes during the renames is delivered after them."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    with swapping_generation(out), _sigterm_deferred():
+        if _exchange(staging, out):
+            old = staging  # now holds the old bundle
+        else:
+            old = retired_path(out)
+            os.replace(out, old)
             os.replace(staging, out)
-            return
-        with swapping_generation(out):
-            if _exchange(staging, out):
-                old = staging  # now holds the old bundle
-            else:
-                old = retired_path(out)
-                os.replace(out, old)
-                os.replace(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 @contextlib.contextmanager
