@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -13,7 +13,18 @@ from replay.cassette import CassetteError
 from replay.scenario import ScenarioError
 from replay.session import BundleError
 
-__all__ = ["BAD_INPUT", "DEFAULT_BUNDLES", "DRIFT", "OK", "bad_input", "count", "describe_error", "fail", "one_line"]
+__all__ = [
+    "BAD_INPUT",
+    "DEFAULT_BUNDLES",
+    "DRIFT",
+    "OK",
+    "bad_input",
+    "count",
+    "describe_error",
+    "fail",
+    "one_line",
+    "say_waiting",
+]
 
 OK, DRIFT, BAD_INPUT = 0, 1, 2
 DEFAULT_BUNDLES = Path("cassettes")
@@ -23,6 +34,16 @@ def fail(message: str) -> NoReturn:
     """Print ``message`` as one line on stderr and exit 2 (bad input)."""
     typer.echo(f"error: {one_line(message)}", err=True)
     raise typer.Exit(BAD_INPUT)
+
+
+def say_waiting(bundle: Path) -> Callable[[int | None], None]:
+    """What a writer told to ``--wait`` prints when another process holds the bundle."""
+
+    def waiting(owner: int | None) -> None:
+        who = f"process {owner}" if owner is not None else "another process"
+        typer.echo(f"Waiting for {bundle}: {who} is writing it.", err=True)
+
+    return waiting
 
 
 def count(number: int, noun: str) -> str:

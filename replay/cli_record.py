@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 from engine import EngineSettings
-from replay.cli_common import bad_input, count, fail
+from replay.cli_common import bad_input, count, fail, say_waiting
+from replay.cli_signals import cleanup_on_sigterm
 from replay.fake import FakeModel
 from replay.scenario import load_scenario
 from replay.server import FakeModelServer
@@ -52,6 +53,15 @@ def record(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="The API's base URL for --live (default: the SDK's).")
     ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            help="If another process is writing the bundle, wait up to this many seconds for it "
+            "(default: exit 2 at once, naming that process).",
+            min=0,
+        ),
+    ] = 0.0,
 ) -> None:
     """Record a session into a bundle: against the fake model (a scenario) or live.
 
@@ -64,7 +74,8 @@ def record(
         replay record --scenario cassettes/demo/scenario.yaml --prompt "Review notes.md" --out cassettes/review
         replay record --live --prompt "List the files" --out cassettes/live-ls --model claude-sonnet-4-5
 
-    Exit codes: 0 recorded, 2 bad input (a missing key, a broken scenario, an --out folder that is not a bundle).
+    Exit codes: 0 recorded, 2 bad input (a missing key, a broken scenario, an --out folder that is not a bundle,
+    a bundle another process is writing).
     """
     if live and scenario is not None:
         fail("Give either --scenario (the fake model) or --live (the real API), not both.")
@@ -83,7 +94,7 @@ def record(
     if workspace is None and scenario is not None and (scenario.parent / WORKSPACE_DIR).is_dir():
         workspace = scenario.parent / WORKSPACE_DIR
     settings = EngineSettings(model=model) if model else EngineSettings()
-    with bad_input():
+    with cleanup_on_sigterm(), bad_input():
         bundle = asyncio.run(
             record_bundle(
                 out,
@@ -93,6 +104,8 @@ def record(
                 settings=settings,
                 api_key=api_key,
                 base_url=base_url,
+                wait=wait,
+                on_wait=say_waiting(out),
             )
         )
         trace = bundle.recorded_trace()

@@ -13,7 +13,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from replay.cassette import CassetteError
-from replay.cli_common import BAD_INPUT, DEFAULT_BUNDLES, DRIFT, OK, bad_input, count, describe_error, fail, one_line
+from replay.cli_common import (
+    BAD_INPUT,
+    DEFAULT_BUNDLES,
+    DRIFT,
+    OK,
+    bad_input,
+    count,
+    describe_error,
+    fail,
+    one_line,
+    say_waiting,
+)
+from replay.cli_signals import cleanup_on_sigterm
 from replay.rerecord import rerecord_bundle
 from replay.runner import RunReport, run_bundle
 from replay.scenario import ScenarioError
@@ -34,6 +46,15 @@ def run(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON report per bundle instead of text.")] = False,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            help="If another process is writing a bundle to --update, wait up to this many seconds for it "
+            "(default: exit 2 at once, naming that process).",
+            min=0,
+        ),
+    ] = 0.0,
 ) -> None:
     """Re-execute recorded sessions offline and check the loop still does what it did.
 
@@ -46,13 +67,15 @@ def run(
         replay run cassettes/fix-todo
         replay run cassettes/* --json
 
-    Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (a missing or corrupt bundle).
+    Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (a missing or corrupt bundle, or
+    one another process is writing while --update would rewrite it).
     """
     code = OK
     reports: list[dict[str, object]] = []
     for session in sessions:
         try:
-            report = asyncio.run(run_bundle(session, update=update))
+            with cleanup_on_sigterm():
+                report = asyncio.run(run_bundle(session, update=update, wait=wait, on_wait=say_waiting(session)))
         except (BundleError, CassetteError, ScenarioError, OSError) as exc:
             typer.echo(f"error: {one_line(describe_error(exc))}", err=True)
             reports.append({"bundle": str(session), "verdict": "error", "error": one_line(describe_error(exc))})
@@ -121,7 +144,8 @@ def verify(
             "record one with `replay record`."
         )
     if rerecord:
-        _rerecord_all(bundles)
+        with cleanup_on_sigterm():
+            _rerecord_all(bundles)
     progress = Progress(
         TextColumn("verifying"),
         BarColumn(),
@@ -133,7 +157,7 @@ def verify(
     )
     pool = start_workers(jobs, len(bundles))  # before the progress bar's thread starts
     try:
-        with progress:
+        with cleanup_on_sigterm(), progress:
             task = progress.add_task("", total=len(bundles))
 
             def done(summary: BundleSummary) -> None:

@@ -384,6 +384,7 @@ async def _cassette_engine(
     request: pytest.FixtureRequest, tmp_path: Path, guard: NetworkGuard | None
 ) -> AsyncIterator[CassetteEngine]:
     from engine import AnthropicModel
+    from replay.bundle_lock import BundleBusyError, bundle_write_lock
     from replay.cassette import CassetteError
     from replay.fake import FakeModel
     from replay.record import CassetteRecorder, RecordMode
@@ -420,6 +421,11 @@ async def _cassette_engine(
     if recording and scenario is None:
         api_key, base_url, live_remote = _live_endpoint(cassette)
     async with contextlib.AsyncExitStack() as stack:
+        if recording:  # one writer of a cassette at a time; released after the recorder saves it
+            try:
+                stack.enter_context(bundle_write_lock(cassette))
+            except BundleBusyError as exc:
+                pytest.fail(str(exc), pytrace=False)
         if scenario is not None:
             server = FakeModelServer(FakeModel(scenario))
             base_url = server.start()

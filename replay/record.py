@@ -31,6 +31,7 @@ from replay.fingerprint import Normalizer, fingerprint
 from replay.interaction import Interaction, encode_sse_event, parse_sse
 from replay.placeholders import path_replacements, replace_paths
 from replay.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
+from replay.stale_folders import ScratchKind, scratch_prefix
 from replay.transport import (
     CassetteMismatchError,
     CassettePlayer,
@@ -141,7 +142,7 @@ class CassetteRecorder:
     def _start_vcr(self) -> None:
         # vcrpy patches httpx2 and captures each interaction; the file itself is ours to write
         # (atomically, in our format), so vcrpy's persister only hands the interactions over.
-        self._scratch = tempfile.TemporaryDirectory(prefix="agent-replay-record-")
+        self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RECORD))
         my_vcr = vcr.VCR(
             record_mode="all",
             before_record_request=scrub_vcr_request,

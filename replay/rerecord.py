@@ -9,7 +9,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replay.bundle_lock import reading_generation
 from replay.session import BUNDLE_FILES, SCENARIO_FILE, WORKSPACE_DIR, BundleError, load_bundle, record_bundle
+from replay.stale_folders import ScratchKind, scratch_prefix
 
 __all__ = ["RerecordReport", "rerecord_bundle"]
 
@@ -28,23 +30,27 @@ class RerecordReport:
 
 async def rerecord_bundle(path: Path, *, replace: bool = False) -> RerecordReport:
     """Record the bundle at ``path`` again from its ``scenario.yaml`` into a temp folder and
-    compare every file; with ``replace``, the committed bundle is then replaced by the new one."""
-    bundle = load_bundle(path)
-    scenario = bundle.path / SCENARIO_FILE
-    if bundle.spec.live or not scenario.is_file():
-        raise BundleError(f"{bundle.path} was recorded live (it has no {SCENARIO_FILE}): it cannot be re-recorded.")
-    with tempfile.TemporaryDirectory(prefix="agent-replay-rerecord-") as temp:
-        fresh = Path(temp) / bundle.path.name
-        await record_bundle(
-            fresh,
-            prompts=bundle.spec.prompts,
-            scenario=scenario,
-            workspace=bundle.path / WORKSPACE_DIR,
-            settings=bundle.spec.settings,
-            seed=bundle.spec.seed,
-            options=bundle.spec.options,
-        )
-        report = RerecordReport(bundle.path, _differing(bundle.path, fresh))
+    compare every file (all read from one generation of the bundle); with ``replace``, the
+    committed bundle is then replaced by the new one (under its writer lock)."""
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RERECORD)) as temp:
+        with reading_generation(Path(path)):
+            bundle = load_bundle(path)
+            scenario = bundle.path / SCENARIO_FILE
+            if bundle.spec.live or not scenario.is_file():
+                raise BundleError(
+                    f"{bundle.path} was recorded live (it has no {SCENARIO_FILE}): it cannot be re-recorded."
+                )
+            fresh = Path(temp) / bundle.path.name
+            await record_bundle(
+                fresh,
+                prompts=bundle.spec.prompts,
+                scenario=scenario,
+                workspace=bundle.path / WORKSPACE_DIR,
+                settings=bundle.spec.settings,
+                seed=bundle.spec.seed,
+                options=bundle.spec.options,
+            )
+            report = RerecordReport(bundle.path, _differing(bundle.path, fresh))
         if replace and not report.identical:
             await record_bundle(
                 bundle.path,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from replay.cassette import atomic_write_text
+from replay.bundle_lock import bundle_write_lock, reading_generation
+from replay.bundle_swap import rewrite_bundle
 from replay.diff import diff_traces, diff_transcripts
 from replay.session import (
     TRACE_JSON_FILE,
@@ -71,10 +73,27 @@ class RunReport:
         }
 
 
-async def run_bundle(path: Path | Bundle, *, update: bool = False) -> RunReport:
+async def run_bundle(
+    path: Path | Bundle,
+    *,
+    update: bool = False,
+    wait: float = 0.0,
+    on_wait: Callable[[int | None], None] | None = None,
+) -> RunReport:
     """Re-execute the bundle at ``path`` and compare. ``update`` accepts the new behaviour
-    (transcript and trace) when the cassette still answered every request. Bad input raises
-    ``BundleError`` or ``CassetteError``."""
+    (transcript and trace) when the cassette still answered every request, swapping in a whole
+    new bundle under the bundle's writer lock (``wait`` and ``on_wait`` as for
+    ``record_bundle``); without it, the run reads one generation of the bundle even while a
+    writer swaps another in. Bad input raises ``BundleError`` or ``CassetteError``."""
+    folder = path.path if isinstance(path, Bundle) else Path(path)
+    if update:
+        with bundle_write_lock(folder, wait=wait, on_wait=on_wait):
+            return await _run_bundle(path, update=True)
+    with reading_generation(folder):
+        return await _run_bundle(path, update=False)
+
+
+async def _run_bundle(path: Path | Bundle, *, update: bool) -> RunReport:
     started = time.perf_counter()
     bundle = path if isinstance(path, Bundle) else load_bundle(Path(path))
     recorded_trace = bundle.recorded_trace()
@@ -115,9 +134,12 @@ async def run_bundle(path: Path | Bundle, *, update: bool = False) -> RunReport:
                 f"Cannot update {bundle.path}: the run made {len(missed)} request(s) its cassette does not have; "
                 "re-record the bundle instead (replay record)."
             )
-        atomic_write_text(bundle.path / TRANSCRIPT_FILE, run.transcript)
-        atomic_write_text(bundle.path / TRACE_JSON_FILE, trace.dumps())
-        atomic_write_text(bundle.path / TRACE_TEXT_FILE, render_text(trace))
+        new_files = {
+            TRANSCRIPT_FILE: run.transcript,
+            TRACE_JSON_FILE: trace.dumps(),
+            TRACE_TEXT_FILE: render_text(trace),
+        }
+        rewrite_bundle(bundle.path, new_files)
         report.updated = True
     report.seconds = time.perf_counter() - started
     return report

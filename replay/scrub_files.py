@@ -15,6 +15,7 @@ lines of a file that is not a cassette) is reported, never silently kept.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,8 +24,10 @@ from typing import Final
 
 import yaml
 
+from replay.bundle_lock import bundle_write_lock, swapping_generation
 from replay.cassette import CassetteError, atomic_write_text, load_cassette, save_cassette
 from replay.scrub import REDACTED, SECRET_HEADERS, Finding, SecretKind, find_secrets, scrub_text
+from replay.session import SESSION_FILE
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
@@ -243,12 +246,25 @@ def scrub_file(path: Path, text: str) -> ScrubbedFile | None:
     if not before:
         return None
     target = path.resolve()  # A symbolic link stays a link; the file it names is rewritten.
-    as_cassette = _rewrite_as_cassette(path, target)
-    if not as_cassette:
-        atomic_write_text(target, _scrub_lines(text))
+    with _rewriting(path):
+        as_cassette = _rewrite_as_cassette(path, target)
+        if not as_cassette:
+            atomic_write_text(target, _scrub_lines(text))
     after = _read(target) or ""
     remaining = _located(path, find_file_secrets(path, after))
     return ScrubbedFile(path, len(before) - len(remaining), as_cassette, remaining)
+
+
+@contextlib.contextmanager
+def _rewriting(path: Path) -> Iterator[None]:
+    """While a file of a bundle is rewritten, hold the bundle's writer lock (no other writer at
+    once) and its generation (no reader sees the bundle half scrubbed)."""
+    bundle = next((folder for folder in path.absolute().parents if (folder / SESSION_FILE).is_file()), None)
+    if bundle is None:
+        yield
+        return
+    with bundle_write_lock(bundle), swapping_generation(bundle):
+        yield
 
 
 def _rewrite_as_cassette(path: Path, target: Path) -> bool:

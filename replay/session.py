@@ -10,14 +10,13 @@ the workspace, so a bundle replays the same from any folder.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import json
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from replay.bundle_files import (
     read_capped_text,
     read_recorded_transcript,
 )
+from replay.bundle_swap import begin_bundle_write, swap_into_place
 from replay.fake import FakeModel
 from replay.record import CassetteRecorder, RecordMode
 from replay.scenario import Scenario, load_scenario
@@ -56,6 +56,7 @@ from replay.session_schema import (
     session_options_from,
     validate_document,
 )
+from replay.stale_folders import ScratchKind, scratch_prefix
 from replay.trace import BehaviourTrace, extract_trace, render_text
 from replay.transport import LoggedRequest
 
@@ -350,10 +351,14 @@ async def record_bundle(
     api_key: str | None = None,
     base_url: str | None = None,
     options: SessionOptions | None = None,
+    wait: float = 0.0,
+    on_wait: Callable[[int | None], None] | None = None,
 ) -> Bundle:
     """Record a session into the bundle folder ``out``: against the fake model serving
     ``scenario`` on loopback (the real record path, without a key), or, with no scenario, live
-    against the API at ``base_url`` with ``api_key``. The folder is written whole or not at all."""
+    against the API at ``base_url`` with ``api_key``. The folder is written whole or not at all,
+    under the bundle's writer lock: if another process holds it, wait up to ``wait`` seconds
+    (``on_wait`` is told its pid), then raise ``BundleBusyError``."""
     out = Path(out)
     scenario_text: str | None = None
     if isinstance(scenario, Path):
@@ -385,8 +390,8 @@ async def record_bundle(
         scenario=SCENARIO_FILE if scenario is not None else None,
         options=options or SessionOptions(),
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    write = begin_bundle_write(out, wait=wait, on_wait=on_wait)
+    staging = write.staging
     try:
         _copy_workspace(workspace, staging / WORKSPACE_DIR)
         if not any((staging / WORKSPACE_DIR).iterdir()):
@@ -415,10 +420,12 @@ async def record_bundle(
         (staging / SESSION_FILE).write_text(spec.to_json(), encoding="utf-8")
         if scenario is not None:
             (staging / SCENARIO_FILE).write_text(scenario_text or _scenario_yaml(scenario), encoding="utf-8")
-        _swap_into_place(staging, out)
+        swap_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        write.release()
     return load_bundle(out)
 
 
@@ -427,7 +434,7 @@ async def replay_bundle(bundle: Bundle | Path, *, strict: bool = True) -> Sessio
     really running, every model call answered from the cassette."""
     if not isinstance(bundle, Bundle):
         bundle = load_bundle(bundle)
-    with tempfile.TemporaryDirectory(prefix="agent-replay-run-") as temp:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RUN)) as temp:
         workspace = Path(temp) / WORKSPACE_DIR
         _copy_workspace(bundle.workspace_path, workspace)
         return await _run_session(
@@ -448,7 +455,7 @@ async def _run_session(
 ) -> SessionRun:
     """Run ``spec``'s prompts in a scratch copy of ``workspace`` (so the bundle's own files
     never change), recording into or replaying from ``cassette``."""
-    with tempfile.TemporaryDirectory(prefix="agent-replay-session-") as temp:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.SESSION)) as temp:
         run_workspace = Path(temp) / WORKSPACE_DIR
         shutil.copytree(workspace, run_workspace, symlinks=True)
         session_dir = Path(temp) / "session"
@@ -518,38 +525,6 @@ def _copy_workspace(source: Path | None, target: Path) -> None:
     # would refuse, and a Bundle may have been built before its folder changed.
     _check_workspace_tree(source)
     shutil.copytree(source, target, symlinks=True)
-
-
-def _swap_into_place(staging: Path, out: Path) -> None:
-    """Replace ``out`` with the finished ``staging`` folder. Where the system can exchange two
-    names in one step (Linux's renameat2), there is never a moment without a bundle at ``out``;
-    elsewhere the old bundle is renamed away first, and ``load_bundle`` points at it if the
-    process dies between the two renames."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    if _exchange(staging, out):
-        shutil.rmtree(staging, ignore_errors=True)  # now holds the old bundle
-        return
-    retired = out.with_name(f".{out.name}.old-{os.getpid()}")
-    os.replace(out, retired)
-    os.replace(staging, out)
-    shutil.rmtree(retired, ignore_errors=True)
-
-
-_RENAME_EXCHANGE = 2
-
-
-def _exchange(first: Path, second: Path) -> bool:
-    """Swap two paths atomically; False where the system cannot."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd = -100
-    result = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), _RENAME_EXCHANGE)
-    return result == 0
 
 
 def _scenario_yaml(scenario: Scenario) -> str:

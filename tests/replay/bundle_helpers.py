@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +79,32 @@ def assert_bad_input(result: Any, *fragments: str) -> None:
         assert fragment in lines[0], lines[0]
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+_HOLDER = """
+import sys
+from pathlib import Path
+from replay.bundle_lock import bundle_write_lock
+with bundle_write_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextmanager
+def held_by_another_process(bundle: Path) -> Iterator[int]:
+    """Another process holds the writer lock of ``bundle`` for the block; gives its pid."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(bundle)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder.pid
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=60) == 0

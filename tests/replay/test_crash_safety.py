@@ -495,7 +495,7 @@ def test_record_bundle_killed_at_random_points_leaves_the_previous_bundle_intact
     assert outcomes["previous"] >= 1
 
 
-def test_a_kill_right_after_the_swap_leaves_the_new_bundle_in_place_and_the_old_one_hidden(
+def test_a_kill_right_after_the_swap_leaves_the_old_bundle_hidden_until_the_next_recording_sweeps_it(
     killer: Killer, bundles: Bundles
 ) -> None:
     # The swap exchanges the two folders in one step (renameat2), so there is no instant without
@@ -506,6 +506,11 @@ def test_a_kill_right_after_the_swap_leaves_the_new_bundle_in_place_and_the_old_
 
     assert outcome.killed
     assert _tree(bundles.out) == bundles.new
-    [old] = [entry for entry in bundles.out.parent.iterdir() if entry != bundles.out]
-    assert old.name.startswith(f".{bundles.out.name}.") and _tree(old) == bundles.previous
+    # The kill also leaves the writer lock's file (its lock died with the process).
+    lock_file = bundles.out.with_name(f".{bundles.out.name}.lock")
+    [old] = [entry for entry in bundles.out.parent.iterdir() if entry not in (bundles.out, lock_file)]
+    assert old.name.startswith(f".{bundles.out.name}.new-") and _tree(old) == bundles.previous
     assert find_bundles([bundles.out.parent]) == [bundles.out]
+    # Its owner is dead: the next recording sweeps it away, and leaves no lock file either.
+    finished(killer.run("bundle", bundles.out, **bundles.job))
+    assert [entry.name for entry in bundles.out.parent.iterdir()] == [bundles.out.name]

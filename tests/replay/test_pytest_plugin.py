@@ -16,6 +16,7 @@ from replay.pytest_plugin import NetworkGuard, locate_cassette
 from replay.scenario import Scenario
 from replay.session import record_bundle
 from replay.session_options import SessionOptions
+from tests.replay.bundle_helpers import held_by_another_process
 
 pytest_plugins = ["pytester"]
 
@@ -240,6 +241,20 @@ def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.P
         "--record-mode=once, new_episodes or all, or replay record --live)." in output
     )
     assert cassette.read_bytes() == kept
+
+
+def test_a_recording_fails_while_another_process_writes_its_cassette(project: pytest.Pytester) -> None:
+    project.makepyfile(test_record=RECORD_PROJECT)
+    (project.path / "hello.yaml").write_text(HELLO_SCENARIO)
+    cassette = project.path / "cassettes" / "hello.yaml"
+
+    with held_by_another_process(cassette) as holder:
+        recorded = run(project, "--record-mode=once", "-k", "recorded")
+
+    recorded.assert_outcomes(errors=1, deselected=4)  # the fixture refuses to record
+    assert f"Bundle {cassette} is being written by process {holder}" in recorded.stdout.str()
+    assert not cassette.exists()
+    run(project, "--record-mode=once", "-k", "recorded").assert_outcomes(passed=1, deselected=4)
 
 
 def test_an_unknown_record_mode_is_a_usage_error(project: pytest.Pytester) -> None:
