@@ -34,7 +34,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -393,6 +393,35 @@ class Redactor:
             return text
         return _replace_all(text, detections)
 
+    def redact_pieces(self, pieces: Sequence[str]) -> list[str]:
+        """``pieces`` of one text (the deltas of a streamed answer) redacted as the whole text
+        is, a secret split across pieces included: each secret's placeholder goes to the piece it
+        starts in, and the pieces it covers lose its characters. ``"".join`` of the result is
+        `redact_text` of ``"".join(pieces)``; the number of pieces is kept."""
+        whole = "".join(pieces)
+        detections = self.detect(whole) if whole else []
+        if not detections:
+            return list(pieces)
+        pattern, by_form = _pattern(detections)
+        spans = [(m.start(), m.end(), by_form[m.group()]) for m in pattern.finditer(whole)]
+        result: list[str] = []
+        start = 0
+        for piece in pieces:
+            end = start + len(piece)
+            out: list[str] = []
+            position = start
+            for span_start, span_end, replacement in spans:
+                if span_end <= position or span_start >= end:
+                    continue
+                if span_start >= position:
+                    out.append(whole[position:span_start])
+                    out.append(replacement)
+                position = max(position, min(span_end, end))
+            out.append(whole[position:end])
+            result.append("".join(out))
+            start = end
+        return result
+
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` redacted: as UTF-8 text, or else byte for byte as latin-1 (every byte is a
         character there, so what is not a secret comes back unchanged)."""
@@ -452,13 +481,17 @@ def _forms(value: str) -> tuple[str, ...]:
 
 
 def _replace_all(text: str, detections: Iterable[Detection]) -> str:
+    pattern, by_form = _pattern(detections)
+    return pattern.sub(lambda match: by_form[match.group()], text)
+
+
+def _pattern(detections: Iterable[Detection]) -> tuple[re.Pattern[str], dict[str, str]]:
     by_form: dict[str, str] = {}
     for detection in detections:
         for form in _forms(detection.value):
             by_form.setdefault(form, detection.placeholder)
     # One pass, longest form first: a secret inside a longer one goes with the longer one.
-    pattern = re.compile("|".join(re.escape(form) for form in sorted(by_form, key=len, reverse=True)))
-    return pattern.sub(lambda match: by_form[match.group()], text)
+    return re.compile("|".join(re.escape(form) for form in sorted(by_form, key=len, reverse=True))), by_form
 
 
 def _line_starts(text: str) -> list[int]:

@@ -17,8 +17,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from replay.cassette import atomic_write_text
 from replay.diff import diff_traces, diff_transcripts
+from replay.redact_files import write_redacted
 from replay.session import (
     TRACE_JSON_FILE,
     TRACE_TEXT_FILE,
@@ -114,9 +114,9 @@ async def run_bundle(path: Path | Bundle, *, update: bool = False) -> RunReport:
                 f"Cannot update {bundle.path}: the run made {len(missed)} request(s) its cassette does not have; "
                 "re-record the bundle instead (replay record)."
             )
-        atomic_write_text(bundle.path / TRANSCRIPT_FILE, run.transcript)
-        atomic_write_text(bundle.path / TRACE_JSON_FILE, trace.dumps())
-        atomic_write_text(bundle.path / TRACE_TEXT_FILE, render_text(trace))
+        write_redacted(bundle.path / TRANSCRIPT_FILE, run.transcript)
+        write_redacted(bundle.path / TRACE_JSON_FILE, trace.dumps())
+        write_redacted(bundle.path / TRACE_TEXT_FILE, render_text(trace))
         report.updated = True
     report.seconds = time.perf_counter() - started
     return report

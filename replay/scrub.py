@@ -27,7 +27,7 @@ import base64
 import copy
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -60,6 +60,7 @@ __all__ = [
     "scrub_interaction",
     "scrub_request",
     "scrub_response",
+    "scrub_sse_events",
     "scrub_text",
     "scrub_value",
     "scrub_vcr_request",
@@ -223,12 +224,54 @@ def scrub_response(response: RecordedResponse) -> RecordedResponse:
     """The response as a cassette stores it: secret and volatile headers gone, body scrubbed."""
     body: Any = response.body
     if response.kind is BodyKind.SSE:
-        body = [SseEvent(event.event, scrub_value(event.data)) for event in response.body]
+        body = scrub_sse_events(response.body)
     elif response.kind in (BodyKind.JSON, BodyKind.TEXT):
         body = scrub_value(response.body)
     elif response.kind is BodyKind.BINARY:
         body = base64.b64encode(scrub_bytes(base64.b64decode(response.body))).decode("ascii")
     return replace(response, headers=_scrub_headers(response.headers, keep=keeps_response_header), body=body)
+
+
+# The streamed field of each delta type: a content block's text arrives in pieces.
+_DELTA_FIELDS: Final = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+
+
+def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
+    """A stream's events scrubbed. A content block's deltas are redacted as one text (a secret
+    may be split across two deltas), keeping one delta per event, so the answer the SDK puts
+    together is the answer redacted whole, as the next request (which carries it) is; every
+    other value of an event is scrubbed on its own."""
+    streams: dict[tuple[Any, str], list[int]] = {}
+    for position, event in enumerate(events):
+        delta_field = _delta_field(event.data)
+        if delta_field is not None:
+            streams.setdefault((event.data.get("index"), delta_field), []).append(position)
+    pieces: dict[int, str] = {}
+    for (_, delta_field), positions in streams.items():
+        texts = [events[p].data["delta"][delta_field] for p in positions]
+        pieces.update(zip(positions, current_redactor().redact_pieces(texts), strict=True))
+    scrubbed = []
+    for position, event in enumerate(events):
+        if position not in pieces:
+            scrubbed.append(SseEvent(event.event, scrub_value(event.data)))
+            continue
+        delta_field = _delta_field(event.data)
+        assert delta_field is not None
+        delta = {k: v if k == delta_field else scrub_value(v) for k, v in event.data["delta"].items()}
+        delta[delta_field] = pieces[position]
+        data = {k: delta if k == "delta" else scrub_value(v) for k, v in event.data.items()}
+        scrubbed.append(SseEvent(event.event, data))
+    return scrubbed
+
+
+def _delta_field(data: Any) -> str | None:
+    if not isinstance(data, Mapping) or data.get("type") != "content_block_delta":
+        return None
+    delta = data.get("delta")
+    if not isinstance(delta, Mapping):
+        return None
+    delta_field = _DELTA_FIELDS.get(str(delta.get("type")))
+    return delta_field if delta_field is not None and isinstance(delta.get(delta_field), str) else None
 
 
 def scrub_interaction(interaction: Interaction) -> Interaction:
@@ -273,8 +316,14 @@ def scrub_vcr_response(response: dict[str, Any]) -> dict[str, Any]:
     scrubbed["headers"] = {
         name: [scrub_text(v) for v in values] for name, values in headers.items() if keeps_response_header(name)
     }
-    if body is not None:
+    streamed = any("event-stream" in v.lower() for k, vs in headers.items() if k.lower() == "content-type" for v in vs)
+    if body is not None and not streamed:
         scrubbed["body"] = {**response["body"], "string": _scrub_raw(body)}
+    elif body is not None:
+        # A stream is redacted by the cassette writer (`scrub_sse_events`), a content block's
+        # deltas as one text: redacting each raw event alone would miss a secret split across
+        # two and redact pieces the whole answer does not have. This body stays in memory.
+        scrubbed["body"] = {**response["body"], "string": body}
     return scrubbed
 
 
