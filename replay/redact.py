@@ -85,6 +85,8 @@ _PEM_BLOCK = re.compile(
     r"|(?:(?:\\[nrt]|\s)+(?:[0-9 ]|\\t|\t)*[A-Za-z0-9+/=]{16,})*)"
 )
 _CACHE_LIMIT: Final = 65_536
+# A line that may be a JSON document (a transcript's records): its strings are scanned decoded.
+_JSON_LINE = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
 
 
 class SecretKind(StrEnum):
@@ -143,22 +145,24 @@ class BearerTokenDetector(RegexBasedDetector):
 
 
 # Most specific first: a value flagged by two plugins takes the first one's kind.
-_TOKEN_PLUGINS: Final[tuple[tuple[BasePlugin, SecretKind], ...]] = (
-    (AnthropicKeyDetector(), SecretKind.ANTHROPIC_API_KEY),
-    (OpenAIKeyDetector(), SecretKind.OPENAI_API_KEY),
-    (AWSKeyDetector(), SecretKind.AWS_ACCESS_KEY),
-    (GitHubTokenDetector(), SecretKind.GITHUB_TOKEN),
-    (SlackDetector(), SecretKind.SLACK_TOKEN),
-    (StripeDetector(), SecretKind.STRIPE_KEY),
-    (JwtTokenDetector(), SecretKind.JWT),
-    (BearerTokenDetector(), SecretKind.BEARER_TOKEN),
+# Each with the lowercase substrings one of its matches must hold: a line with none of them is
+# not run through the plugin's regexes (a substring test costs a fraction of a regex scan).
+_TOKEN_PLUGINS: Final[tuple[tuple[BasePlugin, SecretKind, tuple[str, ...]], ...]] = (
+    (AnthropicKeyDetector(), SecretKind.ANTHROPIC_API_KEY, ("sk-ant-",)),
+    (OpenAIKeyDetector(), SecretKind.OPENAI_API_KEY, ("sk-",)),
+    (AWSKeyDetector(), SecretKind.AWS_ACCESS_KEY, ("a3t", "abia", "acca", "akia", "asia", "aws")),
+    (GitHubTokenDetector(), SecretKind.GITHUB_TOKEN, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (SlackDetector(), SecretKind.SLACK_TOKEN, ("xox", "hooks.slack.com")),
+    (StripeDetector(), SecretKind.STRIPE_KEY, ("k_live_",)),
+    (JwtTokenDetector(), SecretKind.JWT, ("eyj",)),
+    (BearerTokenDetector(), SecretKind.BEARER_TOKEN, ("bearer",)),
 )
 _PRIORITY: Final = {
     kind: rank
     for rank, kind in enumerate(
         (
             SecretKind.ENVIRONMENT_CREDENTIAL,
-            *(kind for _, kind in _TOKEN_PLUGINS),
+            *(kind for _, kind, _ in _TOKEN_PLUGINS),
             SecretKind.PRIVATE_KEY,
             SecretKind.SECRET_KEYWORD,
             SecretKind.HIGH_ENTROPY_STRING,
@@ -169,6 +173,11 @@ _PRIORITY: Final = {
 }
 _PRIVATE_KEY_PLUGIN: Final = PrivateKeyDetector()
 _KEYWORD_PLUGIN: Final = KeywordDetector()
+# Every keyword of the plugin's denylist holds one of these.
+_KEYWORD_HINT: Final = re.compile(r"key|pass|pwd|secret|contras")  # searched in lowercased text
+_KEYWORD_WINDOW: Final = 160
+_AFTER_KEYWORD: Final = re.compile(r"""\w{0,50}[\]'"]{0,2}\s*(?:[:=;]|['"`])""")
+_BEFORE_KEYWORD: Final = re.compile(r"[!=]={1,2}\s*\w*$")
 # detect-secrets' default limits; quoted strings only (the plugins' own rule).
 _ENTROPY_PLUGINS: Final[tuple[HighEntropyStringsPlugin, ...]] = (
     Base64HighEntropyString(limit=4.5),
@@ -203,10 +212,14 @@ def _usable(value: str) -> bool:
     return len(value) >= MIN_SECRET_LENGTH and not _is_placeholder_like(value)
 
 
-def _token_values(line: str) -> Iterator[tuple[str, SecretKind]]:
-    for plugin, kind in _TOKEN_PLUGINS:
-        for reported in set(plugin.analyze_string(line)):
-            yield from ((value, kind) for value in _whole_tokens(line, reported))
+def _token_values(text: str) -> Iterator[tuple[str, SecretKind]]:
+    """The tokens in ``text`` (no token spans lines, so the whole text is scanned at once)."""
+    lowered = text.lower()
+    for plugin, kind, hints in _TOKEN_PLUGINS:
+        if not any(hint in lowered for hint in hints):
+            continue
+        for reported in set(plugin.analyze_string(text)):
+            yield from ((value, kind) for value in _whole_tokens(text, reported))
 
 
 def _whole_tokens(line: str, reported: str) -> Iterator[str]:
@@ -223,19 +236,42 @@ def _whole_tokens(line: str, reported: str) -> Iterator[str]:
         start = line.find(reported, start + 1)
 
 
-def _keyword_values(line: str) -> Iterator[str]:
-    for value in _KEYWORD_PLUGIN.analyze_string(line, CONFIG_DENYLIST_REGEX_TO_GROUP):
-        value = value.strip()
-        # A value with a space in it is prose ("The secret: it was fine"), not a credential.
-        if _usable(value) and not any(ch.isspace() for ch in value) and not is_templated_secret(value):
-            yield value
+def _keyword_windows(text: str) -> Iterator[str]:
+    """Where the keyword plugin looks in ``text``: a short window of the line around each
+    keyword (``password = value`` has its value close by). The plugin's regexes take the first
+    match of what they are given, and backtrack over all of it: on whole lines they cost seconds
+    a megabyte and find one assignment a line."""
+    lowered = text.lower()
+    for match in _KEYWORD_HINT.finditer(lowered):
+        # Every form the plugin knows puts an assignment, a colon or a quote right after the
+        # keyword's name, or a comparison right before it; without one, nothing to look at.
+        if not _AFTER_KEYWORD.match(lowered, match.end()) and not _BEFORE_KEYWORD.search(
+            lowered, max(0, match.start() - 40), match.start()
+        ):
+            continue
+        line_start = lowered.rfind("\n", 0, match.start()) + 1
+        line_end = lowered.find("\n", match.start())
+        line_end = len(lowered) if line_end < 0 else line_end
+        yield text[max(line_start, match.start() - 32) : min(line_end, match.end() + _KEYWORD_WINDOW)]
 
 
-def _entropy_values(line: str) -> Iterator[str]:
+def _keyword_values(text: str) -> Iterator[str]:
+    for window in _keyword_windows(text):
+        for value in _KEYWORD_PLUGIN.analyze_string(window, CONFIG_DENYLIST_REGEX_TO_GROUP):
+            value = value.strip()
+            # A value with a space in it is prose ("The secret: it was fine"), not a credential.
+            if _usable(value) and not any(ch.isspace() for ch in value) and not is_templated_secret(value):
+                yield value
+
+
+def _entropy_values(text: str) -> Iterator[str]:
     for plugin in _ENTROPY_PLUGINS:
-        for value in plugin.analyze_string(line):
+        # Shannon entropy is at most log2(length): shorter strings cannot pass the limit.
+        shortest = max(MIN_SECRET_LENGTH, int(2**plugin.entropy_limit))
+        for value in plugin.analyze_string(text):
             if (
-                _usable(value)
+                len(value) >= shortest
+                and not _is_placeholder_like(value)
                 and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
                 and not is_sequential_string(value)
                 and not is_potential_uuid(value)
@@ -248,6 +284,8 @@ def _private_key_blocks(text: str) -> Iterator[str]:
     block BEGIN to END (newlines real or JSON-escaped, lines perhaps numbered as Read numbers
     them), or with no END the BEGIN line and the base64 lines after it; any other flagged key
     (PuTTY) from its marker to the end of the line."""
+    if "PRIVATE KEY" not in text and "PuTTY" not in text:
+        return
     if not any(True for _ in _PRIVATE_KEY_PLUGIN.analyze_string(text)):
         return
     blocks = [match.group() for match in _PEM_BLOCK.finditer(text)]
@@ -273,15 +311,26 @@ def _decoded_strings(text: str) -> Iterator[str]:
             return
         except (ValueError, RecursionError):
             pass
+    if not _JSON_LINE.search(text):
+        yield text  # plain text: scanned whole
+        return
+    plain: list[str] = []  # consecutive lines that are not JSON, scanned as one text
     for line in text.splitlines():
         candidate = line.strip()
         if candidate[:1] in ("{", "[") and candidate[-1:] in ("}", "]"):
             try:
-                yield from _json_strings(json.loads(candidate))
-                continue
+                strings = list(_json_strings(json.loads(candidate)))
             except (ValueError, RecursionError):
                 pass
-        yield line
+            else:
+                if plain:
+                    yield "\n".join(plain)
+                    plain = []
+                yield from strings
+                continue
+        plain.append(line)
+    if plain:
+        yield "\n".join(plain)
 
 
 def _json_strings(value: Any) -> Iterator[str]:
@@ -340,9 +389,8 @@ class Redactor:
         for value, label in self.known.items():
             if any(form in text for form in _forms(value)):
                 add(Detection(value, SecretKind.ENVIRONMENT_CREDENTIAL, label))
-        for line in text.splitlines() or [text]:
-            for detection in self._detect_tokens(line):
-                add(detection)
+        for value, kind in _token_values(text):
+            add(Detection(value, kind, kind))
         for block in _private_key_blocks(text):
             add(Detection(block, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY))
         for string in () if binary else _decoded_strings(text):
@@ -350,23 +398,19 @@ class Redactor:
                 add(detection)
         return sorted(found.values(), key=lambda d: (-len(d.value), d.value))
 
-    def _detect_tokens(self, line: str) -> frozenset[Detection]:
-        return self._cached(("t", line), lambda: {Detection(v, k, k) for v, k in _token_values(line)})
-
     def _detect_decoded(self, string: str) -> frozenset[Detection]:
         def compute() -> set[Detection]:
-            found: set[Detection] = set()
-            for block in _private_key_blocks(string):
-                found.add(Detection(block, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY))
-            for line in string.splitlines() or [string]:
-                found.update(Detection(v, k, k) for v, k in _token_values(line))
-                found.update(
-                    Detection(v, SecretKind.SECRET_KEYWORD, SecretKind.SECRET_KEYWORD) for v in _keyword_values(line)
-                )
-                found.update(
-                    Detection(v, SecretKind.HIGH_ENTROPY_STRING, SecretKind.HIGH_ENTROPY_STRING)
-                    for v in _entropy_values(line)
-                )
+            found = {Detection(v, k, k) for v, k in _token_values(string)}
+            found.update(
+                Detection(b, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY) for b in _private_key_blocks(string)
+            )
+            found.update(
+                Detection(v, SecretKind.SECRET_KEYWORD, SecretKind.SECRET_KEYWORD) for v in _keyword_values(string)
+            )
+            found.update(
+                Detection(v, SecretKind.HIGH_ENTROPY_STRING, SecretKind.HIGH_ENTROPY_STRING)
+                for v in _entropy_values(string)
+            )
             return found
 
         return self._cached(("d", string), compute)
