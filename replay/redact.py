@@ -10,10 +10,14 @@ Two ways a secret is found:
   `MIN_SECRET_LENGTH` (8) characters are ignored: ``AUTH=1`` must not redact every "1".
 - Patterns, from detect-secrets' plugins (AWS, GitHub, JWT, private key, Slack, Stripe, Base64
   and hex high entropy, keyword) plus this project's own for Anthropic and OpenAI keys and
-  bearer tokens. The token plugins run on every line; the high-entropy and keyword plugins only
-  on decoded strings (the strings of a JSON or JSON-lines text, the lines of any other text),
-  because on raw JSON a keyword value would run on past an escaped newline to the end of the
-  string. A PEM private key is redacted as a whole block, BEGIN to END.
+  bearer tokens. The token plugins run on the raw text and on its decoded strings; the
+  high-entropy and keyword plugins only on decoded strings (the strings of a JSON document or of
+  each JSON line, and the other lines as they are), because on raw JSON a keyword value would
+  run on past an escaped newline to the end of the string. A PEM private key is redacted as a
+  whole block, BEGIN to END. Values shorter than 8 characters and values with a space in them
+  (prose: "the secret: it was fine") are not taken from the keyword plugin; a keyword value is
+  looked for only within 160 characters after its keyword.
+- A streamed answer's deltas are redacted as one text (`Redactor.redact_pieces`).
 
 A secret becomes a stable placeholder, ``[REDACTED:<kind>]`` (``[REDACTED:anthropic-api-key]``,
 ``[REDACTED:aws-access-key]``; a known value is named after its variable,
