@@ -422,3 +422,15 @@ def test_one_redactor_is_safe_to_share_between_threads() -> None:
 
     assert [results[n] for n in range(len(texts))] == expected
     assert all(value not in "".join(expected) for value in PLANTED)
+
+
+def test_a_secret_split_across_streamed_pieces_is_redacted_whole() -> None:
+    redactor = Redactor()
+    text = f"Your token is {GITHUB_TOKEN}, keep it safe."
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+
+    redacted = redactor.redact_pieces(pieces)
+
+    assert len(redacted) == len(pieces)
+    assert "".join(redacted) == redactor.redact_text(text) == "Your token is [REDACTED:github-token], keep it safe."
+    assert not any(piece and piece in GITHUB_TOKEN and len(piece) > 3 for piece in redacted)
