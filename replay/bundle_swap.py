@@ -16,6 +16,7 @@ from pathlib import Path
 
 from replay.bundle_lock import bundle_write_lock, swapping_generation
 from replay.stale_folders import retired_path, staging_prefix, sweep_stale_scratch, sweep_stale_staging
+from replay.redact_files import write_redacted
 
 __all__ = ["BundleWrite", "begin_bundle_write", "new_staging", "rewrite_bundle", "swap_into_place", "sweep_stale"]
 
@@ -65,7 +66,7 @@ def rewrite_bundle(out: Path, files: Mapping[str, str]) -> None:
     try:
         shutil.copytree(out, staging, symlinks=True, dirs_exist_ok=True)
         for name, text in files.items():
-            (staging / name).write_text(text, encoding="utf-8")
+            write_redacted(staging / name, text)
         swap_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

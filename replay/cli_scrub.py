@@ -24,14 +24,16 @@ def scrub(
         bool, typer.Option("--check", help="Only report what leaks (FILE:LINE:COL: kind); change nothing.")
     ] = False,
 ) -> None:
-    """Find credentials (API keys, bearer tokens, auth headers, cookies) in recorded files, and
-    redact them in place.
+    """Find credentials (API keys and tokens of every kind detect-secrets knows, private keys,
+    passwords, high-entropy strings, this environment's credential values, auth headers,
+    cookies) in recorded files, and redact them in place.
 
-    Every file below PATH is scanned, hidden ones excepted: cassettes (native or vcrpy, YAML or
-    JSON), transcripts, session.json, traces, workspace files. Without --check each leaking file
-    is rewritten atomically: a cassette through the cassette writer (which drops secret headers
-    and scrubs every body; a vcrpy cassette comes back in the native format), any other text
-    line by line. A secret the rewrite cannot remove is listed.
+    Every file below PATH is scanned, hidden ones too (workspace/.env), symbolic links excepted;
+    a file that is not UTF-8 is read as latin-1. Without --check each leaking file is rewritten
+    atomically: a cassette through the cassette writer (which drops secret headers and scrubs
+    every body; a vcrpy cassette comes back in the native format), any other file through the
+    redaction pass, in its own encoding. Then it is scanned again: a secret still there is
+    listed.
 
     Examples:
 
@@ -43,8 +45,8 @@ def scrub(
     with bad_input():  # a missing path, an unreadable file, a file that cannot be rewritten
         report = scan_paths(paths) if check else scrub_paths(paths)
     where = ", ".join(map(str, paths))
-    if not report.scanned and not report.not_text:
-        fail(f"There are no files to scan below {where} (hidden files and folders are skipped).")
+    if not report.scanned:
+        fail(f"There are no files to scan below {where} (symbolic links are skipped).")
     if isinstance(report, ScanReport):
         _report_scan(report, where, paths)
     else:
@@ -55,21 +57,19 @@ def _report_scan(report: ScanReport, where: str, paths: list[Path]) -> None:
     for finding in report.findings:
         typer.echo(str(finding))
     if not report.findings:
-        typer.echo(f"No secrets in {count(report.scanned, 'file')} below {where}.{_not_text(report.not_text)}")
+        typer.echo(f"No secrets in {count(report.scanned, 'file')} below {where}.")
         raise typer.Exit(OK)
     files = len({finding.path for finding in report.findings})
     typer.echo(
         f"{count(len(report.findings), 'secret')} in {count(files, 'file')} (of {report.scanned} scanned)."
-        f"{_not_text(report.not_text)} Run `replay scrub {' '.join(map(str, paths))}` to redact them in place."
+        f" Run `replay scrub {' '.join(map(str, paths))}` to redact them in place."
     )
     raise typer.Exit(DRIFT)
 
 
 def _report_scrub(report: ScrubReport, where: str) -> None:
     if not report.changed:
-        typer.echo(
-            f"No secrets in {count(report.scanned, 'file')} below {where}; nothing changed.{_not_text(report.not_text)}"
-        )
+        typer.echo(f"No secrets in {count(report.scanned, 'file')} below {where}; nothing changed.")
         raise typer.Exit(OK)
     for scrubbed in report.changed:
         how = " (rewritten as a native cassette)" if scrubbed.as_cassette else ""
@@ -81,13 +81,5 @@ def _report_scrub(report: ScrubReport, where: str) -> None:
         if report.remaining
         else "no secrets left"
     )
-    typer.echo(
-        f"Scrubbed {len(report.changed)} of {count(report.scanned, 'file')}; {left}.{_not_text(report.not_text)}"
-    )
+    typer.echo(f"Scrubbed {len(report.changed)} of {count(report.scanned, 'file')}; {left}.")
     raise typer.Exit(DRIFT if report.remaining else OK)
-
-
-def _not_text(paths: list[Path]) -> str:
-    if not paths:
-        return ""
-    return f" Not UTF-8 text, so not scanned: {', '.join(map(str, paths))}."

@@ -13,10 +13,9 @@ What is dropped, what is redacted, and why:
   dropped as well: they change on every recording, neither the SDK nor the engine reads them,
   and a fake 429 carries ``retry-after``, which is kept. ``request-id``, ``retry-after``,
   ``x-should-retry`` and ``content-type`` are kept: the SDK reads them.
-- In every text that is kept (bodies, SSE data, URLs, header values), ``sk-ant-...`` keys become
-  ``sk-ant-REDACTED`` and ``Bearer <token>`` becomes ``Bearer REDACTED``. A token counts as a
-  token when it is 8+ characters with a digit, or 20+ characters (so prose such as "a Bearer
-  token" is left alone).
+- Every text that is kept (bodies, SSE data, URLs, header values) goes through the one
+  redaction pass of `replay.redact`: the recording environment's credentials and whatever the
+  detect-secrets plugins find become ``[REDACTED:<kind>]`` placeholders.
 
 A request body scrubbed here is what a cassette stores and fingerprints, so a replay transport
 must scrub an incoming request the same way (`scrub_request`) before fingerprinting it.
@@ -26,15 +25,14 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any, Final
 
 from replay.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
+from replay.redact import SecretKind, current_redactor
 
 try:  # Either package provides the same module API.
     import brotli as _brotli
@@ -62,6 +60,7 @@ __all__ = [
     "scrub_interaction",
     "scrub_request",
     "scrub_response",
+    "scrub_sse_events",
     "scrub_text",
     "scrub_value",
     "scrub_vcr_request",
@@ -110,11 +109,6 @@ VOLATILE_RESPONSE_HEADERS: Final = frozenset(
 )
 VOLATILE_RESPONSE_HEADER_PREFIXES: Final = ("cf-", "x-envoy-", "anthropic-ratelimit-")
 
-_TOKEN = r"[A-Za-z0-9._~+/\-]"
-_API_KEY = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
-_BEARER = re.compile(rf"\b(bearer)(\s+)(?:(?={_TOKEN}*\d){_TOKEN}{{8,}}|{_TOKEN}{{20,}})=*", re.IGNORECASE)
-_API_KEY_BYTES = re.compile(rb"sk-ant-[A-Za-z0-9_\-]+")
-_BEARER_BYTES = re.compile(_BEARER.pattern.encode(), re.IGNORECASE)
 # A header name used as a key at the start of a line: YAML (`authorization:`, `- cookie:`),
 # JSON (`"authorization": [`) or a raw HTTP dump (`Authorization: Bearer ...`).
 _HEADER_LINE = re.compile(
@@ -133,15 +127,6 @@ class ContentEncodingError(ValueError):
         self.remedy = remedy
 
 
-class SecretKind(StrEnum):
-    """What `find_secrets` found."""
-
-    API_KEY = "api_key"
-    BEARER_TOKEN = "bearer_token"
-    AUTH_HEADER = "auth_header"
-    COOKIE = "cookie"
-
-
 @dataclass(frozen=True)
 class Finding:
     """A secret left in a text: where (1-based line and column) and what kind. The secret itself
@@ -157,66 +142,40 @@ class Finding:
 
 
 def scrub_text(text: str) -> str:
-    """``text`` with API keys and bearer tokens redacted."""
-    if not _may_hold_secret(text):
-        return text
-    text = _API_KEY.sub(f"sk-ant-{REDACTED}", text)
-    return _BEARER.sub(rf"\1\2{REDACTED}", text)
-
-
-def _may_hold_secret(text: str) -> bool:
-    # Plain substring tests are far faster than a case-insensitive regex over a long history.
-    return "sk-ant-" in text or "bearer" in text.lower()
+    """``text`` with every secret (`replay.redact`) replaced by its placeholder."""
+    return current_redactor().redact_text(text)
 
 
 def scrub_bytes(data: bytes) -> bytes:
-    """``data`` with API keys and bearer tokens redacted, for bodies that are not text."""
-    data = _API_KEY_BYTES.sub(f"sk-ant-{REDACTED}".encode(), data)
-    return _BEARER_BYTES.sub(rf"\1\2{REDACTED}".encode(), data)
+    """``data`` with every secret replaced, for bodies that are not text."""
+    return current_redactor().redact_bytes(data)
 
 
 def scrub_value(value: Any) -> Any:
     """A JSON value with every string (keys too) scrubbed: a copy, or the value itself when it
-    holds nothing to scrub (a history re-sent on every request is scanned, not copied)."""
-    if isinstance(value, (Mapping, list)):
-        try:
-            if not _may_hold_secret(json.dumps(value, ensure_ascii=False)):
-                return value
-        except (TypeError, ValueError):
-            pass  # Not plain JSON: walk it.
-    return _scrub_walk(value)
+    holds nothing to scrub."""
+    return current_redactor().redact_value(value)
 
 
-def _scrub_walk(value: Any) -> Any:
-    if isinstance(value, str):
-        return scrub_text(value)
-    if isinstance(value, Mapping):
-        return {scrub_text(k) if isinstance(k, str) else k: _scrub_walk(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub_walk(item) for item in value]
-    return value
-
-
-def find_secrets(text: str) -> list[Finding]:
-    """Every secret-looking thing left in ``text`` (a saved cassette, say), in reading order."""
-    findings: list[Finding] = []
+def find_secrets(text: str, *, binary: bool = False) -> list[Finding]:
+    """Every secret left in ``text`` (a saved cassette, say), in reading order: what the
+    redaction pass finds, and secret header lines (``authorization: ...``) not yet redacted."""
+    findings = {
+        Finding(line, column, detection.kind)
+        for line, column, detection in current_redactor().locate(text, binary=binary)
+    }
     for number, line in enumerate(text.splitlines(), start=1):
-        for match in _API_KEY.finditer(line):
-            if match.group() != f"sk-ant-{REDACTED}":
-                findings.append(Finding(number, match.start() + 1, SecretKind.API_KEY))
-        for match in _BEARER.finditer(line):
-            findings.append(Finding(number, match.start() + 1, SecretKind.BEARER_TOKEN))
         header = _HEADER_LINE.match(line)
         if header is not None and not _is_redacted(header.group("value")):
             kind = SecretKind.COOKIE if "cookie" in header.group("name").lower() else SecretKind.AUTH_HEADER
-            findings.append(Finding(number, header.start("name") + 1, kind))
-    return sorted(findings, key=lambda f: (f.line, f.column))
+            findings.add(Finding(number, header.start("name") + 1, kind))
+    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
 
 
 def _is_redacted(value: str) -> bool:
     # An empty value (or a bare `[`) means the value is on the next lines: YAML and JSON lists.
     value = value.strip().strip("[],'\"").strip()
-    return bool(value) and value.endswith(REDACTED)
+    return bool(value) and (value.endswith(REDACTED) or value.startswith("REDACTED:"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,12 +224,54 @@ def scrub_response(response: RecordedResponse) -> RecordedResponse:
     """The response as a cassette stores it: secret and volatile headers gone, body scrubbed."""
     body: Any = response.body
     if response.kind is BodyKind.SSE:
-        body = [SseEvent(event.event, scrub_value(event.data)) for event in response.body]
+        body = scrub_sse_events(response.body)
     elif response.kind in (BodyKind.JSON, BodyKind.TEXT):
         body = scrub_value(response.body)
     elif response.kind is BodyKind.BINARY:
         body = base64.b64encode(scrub_bytes(base64.b64decode(response.body))).decode("ascii")
     return replace(response, headers=_scrub_headers(response.headers, keep=keeps_response_header), body=body)
+
+
+# The streamed field of each delta type: a content block's text arrives in pieces.
+_DELTA_FIELDS: Final = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+
+
+def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
+    """A stream's events scrubbed. A content block's deltas are redacted as one text (a secret
+    may be split across two deltas), keeping one delta per event, so the answer the SDK puts
+    together is the answer redacted whole, as the next request (which carries it) is; every
+    other value of an event is scrubbed on its own."""
+    streams: dict[tuple[Any, str], list[int]] = {}
+    for position, event in enumerate(events):
+        delta_field = _delta_field(event.data)
+        if delta_field is not None:
+            streams.setdefault((event.data.get("index"), delta_field), []).append(position)
+    pieces: dict[int, str] = {}
+    for (_, delta_field), positions in streams.items():
+        texts = [events[p].data["delta"][delta_field] for p in positions]
+        pieces.update(zip(positions, current_redactor().redact_pieces(texts), strict=True))
+    scrubbed = []
+    for position, event in enumerate(events):
+        if position not in pieces:
+            scrubbed.append(SseEvent(event.event, scrub_value(event.data)))
+            continue
+        delta_field = _delta_field(event.data)
+        assert delta_field is not None
+        delta = {k: v if k == delta_field else scrub_value(v) for k, v in event.data["delta"].items()}
+        delta[delta_field] = pieces[position]
+        data = {k: delta if k == "delta" else scrub_value(v) for k, v in event.data.items()}
+        scrubbed.append(SseEvent(event.event, data))
+    return scrubbed
+
+
+def _delta_field(data: Any) -> str | None:
+    if not isinstance(data, Mapping) or data.get("type") != "content_block_delta":
+        return None
+    delta = data.get("delta")
+    if not isinstance(delta, Mapping):
+        return None
+    delta_field = _DELTA_FIELDS.get(str(delta.get("type")))
+    return delta_field if delta_field is not None and isinstance(delta.get(delta_field), str) else None
 
 
 def scrub_interaction(interaction: Interaction) -> Interaction:
@@ -315,8 +316,14 @@ def scrub_vcr_response(response: dict[str, Any]) -> dict[str, Any]:
     scrubbed["headers"] = {
         name: [scrub_text(v) for v in values] for name, values in headers.items() if keeps_response_header(name)
     }
-    if body is not None:
+    streamed = any("event-stream" in v.lower() for k, vs in headers.items() if k.lower() == "content-type" for v in vs)
+    if body is not None and not streamed:
         scrubbed["body"] = {**response["body"], "string": _scrub_raw(body)}
+    elif body is not None:
+        # A stream is redacted by the cassette writer (`scrub_sse_events`), a content block's
+        # deltas as one text: redacting each raw event alone would miss a secret split across
+        # two and redact pieces the whole answer does not have. This body stays in memory.
+        scrubbed["body"] = {**response["body"], "string": body}
     return scrubbed
 
 

@@ -1,16 +1,21 @@
 """Secrets in files on disk: find them, and redact them in place (the library of ``replay scrub``).
 
-Every file below the given paths is scanned (hidden files and folders are not: ``.git``, a
-recording in progress, the temp file of an interrupted atomic write). A text is scanned with
+Every file below the given paths is scanned, hidden ones included (a workspace's ``.env``, a
+``.git/config`` holding a token in a remote's URL, the temp file an interrupted atomic write left
+behind): only symbolic links are skipped, since one may lead out of the bundle (the file a link
+inside names is scanned where it is). A file that is not UTF-8 is read as latin-1, every byte a
+character, and scanned all the same; one with NUL bytes in it (binary) is scanned for known
+credentials, tokens and private keys only. A text is scanned with
 `replay.scrub.find_secrets`; a YAML or JSON file is also read as a document, so that a secret
 header (``authorization``, ``x-api-key``, ``cookie``, ...) under a ``headers:`` mapping is found
 wherever it sits on its line, as in a native cassette's one-line header mappings.
 
 Redacting rewrites a leaking file atomically (`replay.cassette.atomic_write_text`): a file that
 loads as a cassette goes through `load_cassette` and `save_cassette`, which drop secret headers
-and scrub every body; any other text line by line, with `scrub_text` and secret header values
-replaced by ``REDACTED``. What is left afterwards (a header whose value sits on the following
-lines of a file that is not a cassette) is reported, never silently kept.
+and scrub every body; any other text through the redaction pass (`replay.redact`), then line by
+line with secret header values replaced by ``REDACTED``, and written back in its own encoding.
+What is left afterwards (a header whose value sits on the following lines of a file that is not
+a cassette) is reported, never silently kept.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -26,12 +31,14 @@ import yaml
 
 from replay.bundle_lock import bundle_write_lock, swapping_generation
 from replay.cassette import CassetteError, atomic_write_text, load_cassette, save_cassette
-from replay.scrub import REDACTED, SECRET_HEADERS, Finding, SecretKind, find_secrets, scrub_text
+from replay.redact import current_redactor
+from replay.scrub import REDACTED, SECRET_HEADERS, Finding, SecretKind, find_secrets
 from replay.session import SESSION_FILE
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "FileFinding",
+    "FileText",
     "ScanReport",
     "ScrubError",
     "ScrubReport",
@@ -70,12 +77,10 @@ class FileFinding:
 
 @dataclass(frozen=True)
 class ScanReport:
-    """What a scan found: the findings in file order, how many files it read, and the files it
-    could not read as text (not UTF-8), which it names rather than skips in silence."""
+    """What a scan found: the findings in file order, and how many files it read."""
 
     findings: list[FileFinding]
     scanned: int
-    not_text: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,6 @@ class ScrubReport:
 
     changed: list[ScrubbedFile]
     scanned: int
-    not_text: list[Path] = field(default_factory=list)
 
     @property
     def remaining(self) -> list[FileFinding]:
@@ -108,8 +112,8 @@ class ScrubReport:
 
 def files_below(paths: Sequence[Path]) -> list[Path]:
     """Every file at or below ``paths``, each once, in path order. A path named explicitly is
-    taken as it is; below a folder, hidden names and symbolic links are skipped (as bundle
-    discovery skips them). `ScrubError` for a path that does not exist or is not a file or folder."""
+    taken as it is; below a folder every file is, hidden ones too, symbolic links excepted.
+    `ScrubError` for a path that does not exist or is not a file or folder."""
     found: dict[Path, None] = {}
     for path in paths:
         if not path.exists():
@@ -125,7 +129,7 @@ def files_below(paths: Sequence[Path]) -> list[Path]:
 
 def _walk(folder: Path) -> Iterator[Path]:
     for child in sorted(folder.iterdir()):
-        if child.name.startswith(".") or child.is_symlink():
+        if child.is_symlink():
             continue
         if child.is_dir():
             yield from _walk(child)
@@ -137,10 +141,10 @@ def _walk(folder: Path) -> Iterator[Path]:
 # Finding
 
 
-def find_file_secrets(path: Path, text: str) -> list[Finding]:
+def find_file_secrets(path: Path, text: str, *, binary: bool = False) -> list[Finding]:
     """The secrets in ``text``, the contents of ``path``: `find_secrets`, plus secret headers
     of a YAML or JSON document wherever they sit on a line."""
-    findings = set(find_secrets(text))
+    findings = set(find_secrets(text, binary=binary))
     if path.suffix.lower() in DOCUMENT_SUFFIXES and _HEADER_NAME.search(text):
         findings.update(_secret_headers(text))
     return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
@@ -183,34 +187,43 @@ def _scalar(node: yaml.Node) -> str:
 def _redacted(node: yaml.Node) -> bool:
     if isinstance(node, yaml.SequenceNode):
         return bool(node.value) and all(_redacted(item) for item in node.value)
-    return isinstance(node, yaml.ScalarNode) and node.value.strip().endswith(REDACTED)
+    # ``[REDACTED:kind]`` written plainly in YAML reads as a one-item list of ``REDACTED:kind``.
+    return isinstance(node, yaml.ScalarNode) and (
+        node.value.strip().endswith(REDACTED) or node.value.strip("[] ").startswith(f"{REDACTED}:")
+    )
 
 
-def _read(path: Path) -> str | None:
-    """The text of ``path``; None when it is not UTF-8 text."""
+@dataclass(frozen=True)
+class FileText:
+    """A file's contents as text: decoded as UTF-8, or else as latin-1 (every byte a
+    character, so it is written back byte for byte), and whether it holds NUL bytes."""
+
+    text: str
+    encoding: str
+    binary: bool
+
+
+def _read(path: Path) -> FileText:
     try:
         data = path.read_bytes()
     except OSError as err:
         raise ScrubError(f"{path} cannot be read ({err.strerror or err}); check its permissions.") from None
+    binary = b"\x00" in data
     try:
-        return data.decode("utf-8")
+        return FileText(data.decode("utf-8"), "utf-8", binary)
     except UnicodeDecodeError:
-        return None
+        return FileText(data.decode("latin-1"), "latin-1", binary)
 
 
 def scan_paths(paths: Sequence[Path]) -> ScanReport:
     """Scan every file at or below ``paths`` for secrets; nothing is changed."""
     findings: list[FileFinding] = []
     scanned = 0
-    not_text: list[Path] = []
     for path in files_below(paths):
-        text = _read(path)
-        if text is None:
-            not_text.append(path)
-            continue
+        content = _read(path)
         scanned += 1
-        findings.extend(_located(path, find_file_secrets(path, text)))
-    return ScanReport(findings, scanned, not_text)
+        findings.extend(_located(path, find_file_secrets(path, content.text, binary=content.binary)))
+    return ScanReport(findings, scanned)
 
 
 def _located(path: Path, findings: Iterable[Finding]) -> list[FileFinding]:
@@ -226,32 +239,28 @@ def scrub_paths(paths: Sequence[Path]) -> ScrubReport:
     `CassetteError` when a file cannot be written (that file is unchanged)."""
     changed: list[ScrubbedFile] = []
     scanned = 0
-    not_text: list[Path] = []
     for path in files_below(paths):
-        text = _read(path)
-        if text is None:
-            not_text.append(path)
-            continue
+        content = _read(path)
         scanned += 1
-        scrubbed = scrub_file(path, text)
+        scrubbed = scrub_file(path, content)
         if scrubbed is not None:
             changed.append(scrubbed)
-    return ScrubReport(changed, scanned, not_text)
+    return ScrubReport(changed, scanned)
 
 
-def scrub_file(path: Path, text: str) -> ScrubbedFile | None:
-    """Rewrite ``path`` (whose contents are ``text``) without its secrets; None when it has none
-    (and is left untouched)."""
-    before = find_file_secrets(path, text)
+def scrub_file(path: Path, content: FileText) -> ScrubbedFile | None:
+    """Rewrite ``path`` (whose contents are ``content``) without its secrets; None when it has
+    none (and is left untouched). What is left afterwards is read back and scanned again."""
+    before = find_file_secrets(path, content.text, binary=content.binary)
     if not before:
         return None
     target = path.resolve()  # A symbolic link stays a link; the file it names is rewritten.
     with _rewriting(path):
-        as_cassette = _rewrite_as_cassette(path, target)
+        as_cassette = content.encoding == "utf-8" and _rewrite_as_cassette(path, target)
         if not as_cassette:
-            atomic_write_text(target, _scrub_lines(text))
-    after = _read(target) or ""
-    remaining = _located(path, find_file_secrets(path, after))
+            atomic_write_text(target, _scrub_lines(content.text, binary=content.binary), encoding=content.encoding)
+    after = _read(target)
+    remaining = _located(path, find_file_secrets(path, after.text, binary=after.binary))
     return ScrubbedFile(path, len(before) - len(remaining), as_cassette, remaining)
 
 
@@ -280,12 +289,14 @@ def _rewrite_as_cassette(path: Path, target: Path) -> bool:
     return True
 
 
-def _scrub_lines(text: str) -> str:
-    lines = text.splitlines(keepends=True)
+def _scrub_lines(text: str, *, binary: bool) -> str:
+    # The whole text first (a private key spans lines; a JSON document is read as one), then
+    # the secret header values line by line.
+    lines = current_redactor().redact_text(text, binary=binary).splitlines(keepends=True)
     scrubbed = []
     for line in lines:
         content = line.rstrip("\r\n")
-        scrubbed.append(_redact_header_value(scrub_text(content)) + line[len(content) :])
+        scrubbed.append(_redact_header_value(content) + line[len(content) :])
     return "".join(scrubbed)
 
 

@@ -45,6 +45,8 @@ from replay.bundle_files import (
 from replay.bundle_swap import begin_bundle_write, swap_into_place
 from replay.fake import FakeModel
 from replay.record import CassetteRecorder, RecordMode
+from replay.redact import current_redactor
+from replay.redact_files import redact_tree, write_redacted
 from replay.scenario import Scenario, load_scenario
 from replay.scenario_writer import scenario_to_document
 from replay.server import FakeModelServer
@@ -243,8 +245,9 @@ class SessionRun:
     requests: list[LoggedRequest] = field(default_factory=list)
 
     def behaviour(self, session: str, prompts: Sequence[str]) -> BehaviourTrace:
-        """The behaviour trace of this run."""
-        return extract_trace(session, prompts, self.trace, self.requests)
+        """The behaviour trace of this run, redacted (`replay.redact`) as its file is."""
+        trace = extract_trace(session, prompts, self.trace, self.requests)
+        return BehaviourTrace.from_json(current_redactor().redact_value(trace.to_json()))
 
 
 def load_bundle(path: Path) -> Bundle:
@@ -394,6 +397,9 @@ async def record_bundle(
     staging = write.staging
     try:
         _copy_workspace(workspace, staging / WORKSPACE_DIR)
+        # Before the session runs in it: the recording and every replay read the same redacted
+        # files, and a secret in the workspace never reaches a tool result.
+        redact_tree(staging / WORKSPACE_DIR)
         if not any((staging / WORKSPACE_DIR).iterdir()):
             # git keeps no empty folder, and a bundle without its workspace/ is incomplete.
             (staging / WORKSPACE_DIR / ".keep").write_text("", encoding="utf-8")
@@ -413,13 +419,14 @@ async def record_bundle(
         finally:
             if server is not None:
                 server.stop()
-        (staging / TRANSCRIPT_FILE).write_text(run.transcript, encoding="utf-8")
+        # Every file through the one redaction pass (replay.redact) before it reaches disk.
+        write_redacted(staging / TRANSCRIPT_FILE, run.transcript)
         behaviour = run.behaviour(out.name, spec.prompts)
-        (staging / TRACE_JSON_FILE).write_text(behaviour.dumps(), encoding="utf-8")
-        (staging / TRACE_TEXT_FILE).write_text(render_text(behaviour), encoding="utf-8")
-        (staging / SESSION_FILE).write_text(spec.to_json(), encoding="utf-8")
+        write_redacted(staging / TRACE_JSON_FILE, behaviour.dumps())
+        write_redacted(staging / TRACE_TEXT_FILE, render_text(behaviour))
+        write_redacted(staging / SESSION_FILE, spec.to_json())
         if scenario is not None:
-            (staging / SCENARIO_FILE).write_text(scenario_text or _scenario_yaml(scenario), encoding="utf-8")
+            write_redacted(staging / SCENARIO_FILE, scenario_text or _scenario_yaml(scenario))
         swap_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -503,6 +510,8 @@ async def _run_session(
             requests = list(recorder.request_log)
         transcript = (session_dir / "transcript.jsonl").read_text(encoding="utf-8")
         transcript = _normalize_paths(transcript, run_workspace, session_dir)
+        # Redacted as the recorded transcript was, so a replay compares like with like.
+        transcript = current_redactor().redact_text(transcript)
         return SessionRun(
             transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed, requests=requests
         )

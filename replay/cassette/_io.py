@@ -234,10 +234,10 @@ def _check_plain_data(document: Any) -> None:
             raise TypeError(f"{type(item).__name__} {item!r:.40}")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``path`` via a temp file in the same folder, flushed, synced and renamed
     over the old file. On any failure the temp file is removed and the old file is untouched."""
-    data = text.encode("utf-8")
+    data = text.encode(encoding)
     temp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -348,7 +348,8 @@ def check_cassette(folder: Path, complete_run: CompleteRun) -> str:
         ), f"unexpected file {entry.name} after the kill"
     temp_files = [entry for entry in folder.iterdir() if TEMP_FILE.match(entry.name)]
     assert not {entry.name for entry in temp_files} & {CASSETTE, TRANSCRIPT}
-    assert not set(temp_files) & set(files_below([folder])), "a temp file would be scanned as a cassette"
+    # replay scrub scans a left-over temp file too: it holds what the killed write was writing.
+    assert set(temp_files) <= set(files_below([folder])), "a temp file would escape the secret scan"
     cassette = folder / CASSETTE
     if not cassette.exists():
         return "absent"

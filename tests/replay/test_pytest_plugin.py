@@ -293,3 +293,34 @@ def test_the_network_guard_refuses_remote_addresses_and_restores_the_socket() ->
         guard.uninstall()
     assert socket.socket.connect is original
     assert guard.refused == [NetworkGuard.refusal(("203.0.113.9", 80))]
+
+
+SECRET_PROJECT = """\
+import os
+import pytest
+
+@pytest.mark.replay_cassette("secret", scenario="secret.yaml")
+async def test_secret(replay_engine):
+    result = await replay_engine.submit("Deploy with " + os.environ["DEPLOY_API_TOKEN"])
+    assert result.result.startswith("Deploying")
+"""
+DEPLOY_TOKEN = "deploytok.9Kd6Fm1Tc5Yp0Gs3Hq2Lx"
+GITHUB_TOKEN = "ghp_9fK2mX7qR4tL8wZ3vB6nJ1pS5dG0hY2cA4eQ"
+
+
+def test_a_cassette_the_plugin_records_holds_no_secret_and_replays(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_API_TOKEN", DEPLOY_TOKEN)
+    project.makepyfile(test_secret=SECRET_PROJECT)
+    (project.path / "secret.yaml").write_text(
+        f"version: 1\nturns:\n  - content: [{{text: 'Deploying with {GITHUB_TOKEN} as you asked.'}}]\n"
+    )
+    cassette = project.path / "cassettes" / "secret.yaml"
+
+    run(project, "--record-mode=once").assert_outcomes(passed=1)
+
+    data = cassette.read_bytes()
+    assert DEPLOY_TOKEN.encode() not in data and GITHUB_TOKEN.encode() not in data
+    assert b"[REDACTED:deploy-api-token]" in data and b"[REDACTED:github-token]" in data
+    run(project, "--replay-strict").assert_outcomes(passed=1)

@@ -136,7 +136,7 @@ async def test_a_key_never_reaches_any_file(tmp_path: Path) -> None:
             data = written.read_bytes()
             assert SECRET_KEY.encode() not in data, f"{written} holds the key"
             assert b"authorization" not in data.lower()
-    assert "sk-ant-REDACTED" in path.read_text()
+    assert "[REDACTED:anthropic-api-key]" in path.read_text()
 
 
 async def test_a_plain_vcrpy_cassette_of_an_sdk_session_replays_through_the_transport(tmp_path: Path) -> None:

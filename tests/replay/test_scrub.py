@@ -30,12 +30,12 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl"
 
 def test_an_api_key_anywhere_in_a_text_is_redacted() -> None:
     text = f"key={KEY}; and again ({OAUTH})."
-    assert scrub_text(text) == "key=sk-ant-REDACTED; and again (sk-ant-REDACTED)."
+    assert scrub_text(text) == "key=[REDACTED:anthropic-api-key]; and again ([REDACTED:anthropic-api-key])."
 
 
 def test_a_bearer_token_is_redacted_but_prose_about_bearer_tokens_is_not() -> None:
-    assert scrub_text(f"Authorization: Bearer {JWT}") == "Authorization: Bearer REDACTED"
-    assert scrub_text("bearer abc12345") == "bearer REDACTED"
+    assert scrub_text(f"Authorization: Bearer {JWT}") == "Authorization: Bearer [REDACTED:jwt]"
+    assert scrub_text("bearer abc12345") == "bearer [REDACTED:bearer-token]"
     assert scrub_text("Send a Bearer token in the header.") == "Send a Bearer token in the header."
 
 
@@ -92,11 +92,11 @@ def test_scrub_interaction_removes_every_secret_from_headers_bodies_and_events()
     scrubbed = scrub_interaction(interaction)
 
     assert scrubbed.request.headers == {"anthropic-version": "2026-10-21"}
-    assert scrubbed.response.headers == {"request-id": "req_1", "x-token": "Bearer REDACTED"}
+    assert scrubbed.response.headers == {"request-id": "req_1", "x-token": "Bearer [REDACTED:jwt]"}
     text = repr(scrubbed)
     assert KEY not in text and JWT not in text
-    assert "sk-ant-REDACTED" in scrubbed.request.uri
-    assert scrubbed.response.body[1] == SseEvent("ping", "sk-ant-REDACTED")
+    assert "[REDACTED:anthropic-api-key]" in scrubbed.request.uri
+    assert scrubbed.response.body[1] == SseEvent("ping", "[REDACTED:anthropic-api-key]")
     assert KEY in repr(interaction), "the input is left as it was"
 
 
@@ -112,7 +112,7 @@ def test_every_body_kind_is_scrubbed(kind: BodyKind) -> None:
     scrubbed = scrub_interaction(Interaction(RecordedRequest(method="GET", uri="https://x/"), response)).response
 
     assert KEY.encode() not in scrubbed.body_bytes()
-    assert b"sk-ant-REDACTED" in scrubbed.body_bytes()
+    assert b"[REDACTED:anthropic-api-key]" in scrubbed.body_bytes()
 
 
 def test_find_secrets_reports_line_column_and_kind_without_repeating_the_secret() -> None:
@@ -129,8 +129,8 @@ def test_find_secrets_reports_line_column_and_kind_without_repeating_the_secret(
     )
 
     assert find_secrets(text) == [
-        Finding(2, 14, SecretKind.API_KEY),
-        Finding(3, 7, SecretKind.BEARER_TOKEN),
+        Finding(2, 14, SecretKind.ANTHROPIC_API_KEY),
+        Finding(3, 14, SecretKind.JWT),
         Finding(4, 5, SecretKind.AUTH_HEADER),
         Finding(5, 5, SecretKind.COOKIE),
     ]
@@ -153,7 +153,7 @@ _token_alphabet = st.sampled_from("abcXYZ019_-.~+/")
 def test_after_scrub_text_a_scan_finds_no_key_and_no_token(prefix: str, key: str, token: str, suffix: str) -> None:
     text = f"{prefix} sk-ant-{key} {suffix} Bearer {token} {suffix}"
     kinds = {finding.kind for finding in find_secrets(scrub_text(text))}
-    assert SecretKind.API_KEY not in kinds
+    assert SecretKind.ANTHROPIC_API_KEY not in kinds
     assert SecretKind.BEARER_TOKEN not in kinds
 
 
@@ -172,7 +172,7 @@ def test_the_vcrpy_request_hook_drops_secret_headers_and_scrubs_the_body() -> No
     scrubbed = scrub_vcr_request(request)
 
     assert dict(scrubbed.headers) == {"Content-Type": "application/json"}
-    assert scrubbed.body == b'{"content": "sk-ant-REDACTED"}'
+    assert scrubbed.body == b'{"content": "[REDACTED:anthropic-api-key]"}'
     assert request.headers["Authorization"] == f"Bearer {KEY}", "vcrpy still sends the original request"
 
 
@@ -186,5 +186,5 @@ def test_the_vcrpy_response_hook_decodes_gzip_before_scrubbing() -> None:
     scrubbed = scrub_vcr_response(response)
 
     assert scrubbed["headers"] == {"request-id": ["r"]}
-    assert scrubbed["body"] == {"string": b'{"echo": "sk-ant-REDACTED"}'}
+    assert scrubbed["body"] == {"string": b'{"echo": "[REDACTED:anthropic-api-key]"}'}
     assert scrubbed["status"] == {"code": 200, "message": "OK"}

@@ -121,15 +121,15 @@ def test_check_reports_every_secret_as_file_line_column_kind_and_fails(leaking: 
     native, transcript, vcrpy = leaking / "cassette.yaml", leaking / "transcript.jsonl", leaking / "vcrpy.yaml"
     assert result.stdout.splitlines() == [
         f"{native}:{at(NATIVE_CASSETTE, 'authorization: Bearer')}: auth_header",
-        f"{native}:{at(NATIVE_CASSETTE, 'Bearer')}: bearer_token",
+        f"{native}:{at(NATIVE_CASSETTE, TOKEN)}: jwt",
         f"{native}:{at(NATIVE_CASSETTE, 'cookie')}: cookie",
-        f"{native}:{at(NATIVE_CASSETTE, 'sk-ant-')}: api_key",
-        f"{transcript}:{at(transcript.read_text(), 'sk-ant-')}: api_key",
-        f"{transcript}:{at(transcript.read_text(), 'Bearer')}: bearer_token",
+        f"{native}:{at(NATIVE_CASSETTE, 'sk-ant-')}: anthropic-api-key",
+        f"{transcript}:{at(transcript.read_text(), 'sk-ant-')}: anthropic-api-key",
+        f"{transcript}:{at(transcript.read_text(), TOKEN)}: jwt",
         f"{vcrpy}:5:7: auth_header",
-        f"{vcrpy}:6:9: bearer_token",
+        f"{vcrpy}:6:16: jwt",
         f"{vcrpy}:7:7: auth_header",
-        f"{vcrpy}:8:9: api_key",
+        f"{vcrpy}:8:9: anthropic-api-key",
         f"{vcrpy}:21:7: cookie",
         f"11 secrets in 3 files (of 3 scanned). Run `replay scrub {leaking}` to redact them in place.",
     ]
@@ -165,7 +165,7 @@ def test_a_scrubbed_cassette_still_loads_with_its_conversation(leaking: Path) ->
         assert after.interactions[0].response.status == 200
         assert not {"authorization", "x-api-key", "cookie", "set-cookie"} & set(after.interactions[0].request.headers)
     events = load_cassette(leaking / "cassette.yaml").interactions[0].response.body
-    assert events[1].data["delta"]["text"] == "Your key is sk-ant-REDACTED"
+    assert events[1].data["delta"]["text"] == "Your key is [REDACTED:anthropic-api-key]"
 
 
 def test_a_scrubbed_transcript_changes_only_its_secrets(leaking: Path) -> None:
@@ -173,8 +173,8 @@ def test_a_scrubbed_transcript_changes_only_its_secrets(leaking: Path) -> None:
 
     lines = (leaking / "transcript.jsonl").read_text().splitlines()
     assert lines[0] == json.dumps(TRANSCRIPT_RECORDS[0])
-    assert json.loads(lines[1])["message"]["content"][0]["content"] == "ANTHROPIC_API_KEY=sk-ant-REDACTED"
-    assert json.loads(lines[2])["message"]["content"] == "Sent Bearer REDACTED to the API."
+    assert json.loads(lines[1])["message"]["content"][0]["content"] == "ANTHROPIC_API_KEY=[REDACTED:anthropic-api-key]"
+    assert json.loads(lines[2])["message"]["content"] == "Sent Bearer [REDACTED:jwt] to the API."
 
 
 def test_a_header_in_a_text_that_is_not_a_cassette_is_redacted_keeping_its_quotes(tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_a_secret_the_rewrite_cannot_remove_is_listed_and_fails(tmp_path: Path) 
         f"{notes}:2:3: cookie is still there: scrub cannot redact it; edit that line by hand.",
         "Scrubbed 1 of 1 file; 1 secret still there (listed above).",
     ]
-    assert notes.read_text() == "headers:\n  cookie:\n  - session=abc123\n  x-api-key: sk-ant-REDACTED\n"
+    assert notes.read_text() == "headers:\n  cookie:\n  - session=abc123\n  x-api-key: [REDACTED:anthropic-api-key]\n"
 
 
 def test_a_clean_folder_is_left_untouched(tmp_path: Path) -> None:
@@ -237,25 +237,41 @@ def test_the_rewrite_is_atomic_a_failed_replace_leaves_the_original_and_no_temp_
     assert sorted(p.name for p in leaking.iterdir()) == ["cassette.yaml", "transcript.jsonl", "vcrpy.yaml"]
 
 
-def test_hidden_files_and_folders_are_not_scanned(leaking: Path) -> None:
-    # What a killed atomic write or recording leaves, and a repository's own folders.
+def test_hidden_files_and_folders_are_scanned_too(leaking: Path) -> None:
+    # What a killed atomic write leaves, a workspace's .env and a repository's config can all
+    # hold a secret; only a symbolic link (it may lead out of the bundle) is skipped.
     (leaking / ".cassette.yaml.a1b2c3.tmp").write_text(NATIVE_CASSETTE)
     (leaking / ".git").mkdir()
     (leaking / ".git" / "config").write_text(f"token = {KEY}\n")
+    (leaking / ".env").write_text(f"ANTHROPIC_API_KEY={KEY}\n")
+    (leaking / "outside").symlink_to("/etc/hostname")
 
-    assert files_below([leaking]) == [leaking / "cassette.yaml", leaking / "transcript.jsonl", leaking / "vcrpy.yaml"]
+    assert files_below([leaking]) == [
+        leaking / ".cassette.yaml.a1b2c3.tmp",
+        leaking / ".env",
+        leaking / ".git" / "config",
+        leaking / "cassette.yaml",
+        leaking / "transcript.jsonl",
+        leaking / "vcrpy.yaml",
+    ]
+    result = runner.invoke(app, ["scrub", "--check", str(leaking)])
+    assert f"{leaking / '.env'}:1:19: anthropic-api-key" in result.stdout.splitlines()
+    assert f"{leaking / '.git' / 'config'}:1:9: anthropic-api-key" in result.stdout.splitlines()
 
 
-def test_a_file_that_is_not_utf8_text_is_named_as_not_scanned(tmp_path: Path) -> None:
+def test_a_file_that_is_not_utf8_text_is_scanned_as_latin1(tmp_path: Path) -> None:
     (tmp_path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     (tmp_path / "notes.md").write_text("nothing to see\n")
+    latin1 = tmp_path / "notes-latin1.txt"
+    latin1.write_bytes(f"Cl\xe9 de l'API : {KEY}\n".encode("latin-1"))
 
     result = runner.invoke(app, ["scrub", "--check", str(tmp_path)])
 
-    assert result.exit_code == 0
-    assert result.stdout == (
-        f"No secrets in 1 file below {tmp_path}. Not UTF-8 text, so not scanned: {tmp_path / 'logo.png'}.\n"
-    )
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == f"{latin1}:1:16: anthropic-api-key"
+    assert runner.invoke(app, ["scrub", str(tmp_path)]).exit_code == 0
+    assert latin1.read_bytes() == "Cl\xe9 de l'API : [REDACTED:anthropic-api-key]\n".encode("latin-1")
+    assert (tmp_path / "logo.png").read_bytes() == b"\x89PNG\r\n\x1a\n\xff\xfe"
 
 
 def test_a_missing_path_is_bad_input(tmp_path: Path) -> None:
@@ -277,10 +293,11 @@ def test_a_path_that_is_neither_file_nor_folder_is_bad_input(tmp_path: Path) -> 
 
 
 def test_a_folder_with_nothing_to_scan_is_bad_input(tmp_path: Path) -> None:
-    (tmp_path / ".hidden").write_text(KEY)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to("/etc/hostname")
     assert_bad_input(
         runner.invoke(app, ["scrub", "--check", str(tmp_path)]),
-        f"There are no files to scan below {tmp_path} (hidden files and folders are skipped).",
+        f"There are no files to scan below {tmp_path} (symbolic links are skipped).",
     )
 
 
@@ -334,4 +351,4 @@ def test_a_copied_bundle_with_a_planted_key_fails_the_check(tmp_path: Path) -> N
     result = runner.invoke(app, ["scrub", "--check", str(bundle)])
 
     assert result.exit_code == 1
-    assert result.stdout.splitlines()[0] == f"{transcript}:2:{lines[1].index('sk-ant-') + 1}: api_key"
+    assert result.stdout.splitlines()[0] == f"{transcript}:2:{lines[1].index('sk-ant-') + 1}: anthropic-api-key"
