@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replay.bundle_lock import bundle_write_lock, swapping_generation
-from replay.stale_folders import retired_path, staging_prefix, sweep_stale_scratch, sweep_stale_staging
 from replay.redact_files import write_redacted
+from replay.stale_folders import retired_path, staging_prefix, sweep_stale_scratch, sweep_stale_staging
 
 __all__ = ["BundleWrite", "begin_bundle_write", "new_staging", "rewrite_bundle", "swap_into_place", "sweep_stale"]
 

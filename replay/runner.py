@@ -21,7 +21,6 @@ from typing import Any
 from replay.bundle_lock import bundle_write_lock, reading_generation
 from replay.bundle_swap import rewrite_bundle
 from replay.diff import diff_traces, diff_transcripts
-from replay.redact_files import write_redacted
 from replay.session import (
     TRACE_JSON_FILE,
     TRACE_TEXT_FILE,

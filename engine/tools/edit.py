@@ -124,7 +124,8 @@ def _read(path: Path, file_path: str) -> str:
     with stream:
         if status.st_size > MAX_EDIT_BYTES:
             raise ToolError(
-                f"Cannot edit {file_path}: it is {status.st_size:,} bytes; Edit works on files up to {MAX_EDIT_MIB} MiB."
+                f"Cannot edit {file_path}: it is {status.st_size:,} bytes; "
+                f"Edit works on files up to {MAX_EDIT_MIB} MiB."
             )
         try:
             data = stream.read(MAX_EDIT_BYTES + 1) or b""

@@ -184,7 +184,10 @@ def _cut_note(cut: list[str]) -> str:
         return ""
     named = ", ".join(cut[:_MAX_NAMED_CUT_FILES])
     more = f" and {len(cut) - _MAX_NAMED_CUT_FILES} more" if len(cut) > _MAX_NAMED_CUT_FILES else ""
-    return f"\n\n(Files over {MAX_SEARCH_MIB} MiB were searched in their first {MAX_SEARCH_MIB} MiB only: {named}{more}.)"
+    return (
+        f"\n\n(Files over {MAX_SEARCH_MIB} MiB were searched in their first {MAX_SEARCH_MIB} MiB only: "
+        f"{named}{more}.)"
+    )
 
 
 def _render(found: list[_FileMatches], output_mode: str) -> str:

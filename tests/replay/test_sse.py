@@ -124,7 +124,8 @@ def test_a_long_string_is_split_into_at_most_max_deltas_pieces_so_a_stream_grows
 def test_a_long_tool_input_streams_in_at_most_max_deltas_pieces() -> None:
     tool_input = {"file_path": "big.txt", "content": "x" * 10_000_000}
 
-    pieces = [delta["partial_json"] for delta in deltas(render(ToolUseBlock(name="Write", input=tool_input, id="toolu_1")))]
+    rendered = render(ToolUseBlock(name="Write", input=tool_input, id="toolu_1"))
+    pieces = [delta["partial_json"] for delta in deltas(rendered)]
 
     assert "".join(pieces) == json.dumps(tool_input, separators=(",", ":"))
     assert len(pieces) <= MAX_DELTAS_PER_STRING

@@ -90,10 +90,16 @@ async def test_the_sessions_variables_and_the_offline_proxies_reach_the_command(
     assert result == ToolResult("test http://127.0.0.1:9 http://127.0.0.1:9 [] []")
 
 
-# The Python client says where it connects (an audit hook) and how that ended.
+# The Python client says where it connects (an audit hook) and how that ended. The hook also
+# refuses anything but loopback, so a broken proxy set-up fails the test without any traffic.
 FETCH = """
 import sys, urllib.request
-sys.addaudithook(lambda event, args: event == "socket.connect" and print("connect", args[1]))
+def only_loopback(event, args):
+    if event == "socket.connect":
+        print("connect", args[1])
+        if args[1][0] not in ("127.0.0.1", "::1"):
+            raise OSError("the test refuses a connection past loopback")
+sys.addaudithook(only_loopback)
 try:
     urllib.request.urlopen("http://192.0.2.1/", timeout=30)
 except OSError as exc:
@@ -115,9 +121,10 @@ async def test_offline_a_request_to_a_remote_host_goes_to_the_closed_proxy_and_i
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 async def test_offline_curl_goes_to_the_closed_proxy_too(ctx: ToolUseContext) -> None:
+    # A name under .invalid never resolves (RFC 2606); through the proxy curl never looks it up.
     ctx.environment = ToolEnvironment(network=NetworkPolicy.OFFLINE)
 
-    result = await run(ctx, "curl -sS --max-time 30 http://192.0.2.1/ https://192.0.2.1/")
+    result = await run(ctx, "curl -sS --max-time 30 http://remote.invalid/ https://remote.invalid/")
 
     assert result.is_error and isinstance(result.content, str)
     assert result.content.count("Failed to connect to 127.0.0.1 port 9") == 2, result.content

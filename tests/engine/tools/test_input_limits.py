@@ -52,7 +52,9 @@ async def test_a_10_mb_file_path_is_refused_without_echoing_it(session_root: Pat
     ("name", "field"),
     [("Read", "file_path"), ("Write", "file_path"), ("Edit", "file_path"), ("Glob", "path"), ("Grep", "path")],
 )
-async def test_a_path_over_4096_bytes_is_refused_with_its_length_only(session_root: Path, name: str, field: str) -> None:
+async def test_a_path_over_4096_bytes_is_refused_with_its_length_only(
+    session_root: Path, name: str, field: str
+) -> None:
     tool_input: dict[str, object] = {
         "Read": {"file_path": ""},
         "Write": {"file_path": "", "content": "x"},
@@ -84,8 +86,10 @@ def test_the_path_limit_counts_utf8_bytes_not_characters() -> None:
 
 def test_an_input_of_exactly_1_mib_of_json_is_accepted() -> None:
     overhead = len('{"file_path":"a","content":""}')
-    assert input_limit_problem(WriteTool(), {"file_path": "a", "content": "x" * (MAX_TOOL_INPUT_BYTES - overhead)}) is None
-    assert input_limit_problem(WriteTool(), {"file_path": "a", "content": "x" * (MAX_TOOL_INPUT_BYTES - overhead + 1)}) == (
+    exactly = {"file_path": "a", "content": "x" * (MAX_TOOL_INPUT_BYTES - overhead)}
+    one_more = {"file_path": "a", "content": "x" * (MAX_TOOL_INPUT_BYTES - overhead + 1)}
+    assert input_limit_problem(WriteTool(), exactly) is None
+    assert input_limit_problem(WriteTool(), one_more) == (
         "the input is 1,048,577 bytes of JSON; tool inputs are limited to 1,048,576 bytes (1 MiB)."
     )
 

@@ -25,8 +25,8 @@ from engine.tools import (
     WorkspaceEscapeError,
 )
 from engine.tools.read import MAX_LINE_CHARS
-from tests.engine.tools.hang_guard import run_guarded
 from engine.tools.text_window import MAX_SCAN_BYTES, SCAN_CHUNK_BYTES, UndecodableTextError, read_line_window
+from tests.engine.tools.hang_guard import run_guarded
 
 
 @pytest.fixture
@@ -293,9 +293,8 @@ def reference_window(data: bytes, *, first_line: int, max_lines: int) -> tuple[l
     if lines[-1] == "":
         lines.pop()
     window = lines[first_line - 1 : first_line - 1 + max_lines]
-    return [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " … (line truncated)" for line in window], len(
-        lines
-    )
+    shown = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " … (line truncated)" for line in window]
+    return shown, len(lines)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -229,10 +229,16 @@ SEEN = (
     "APP_MODE=test https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 NO_PROXY=[]\n"
     "workspace: the working directory"
 )
-# Where a Python client connects (an audit hook says), and how that ends: at the proxy.
+# Where a Python client connects (an audit hook says), and how that ends: at the proxy. The
+# hook refuses anything but loopback, so a broken proxy set-up fails the test without traffic.
 FETCH = """python3 - <<'PY'
 import sys, urllib.request
-sys.addaudithook(lambda event, args: event == "socket.connect" and print("connect", args[1], flush=True))
+def only_loopback(event, args):
+    if event == "socket.connect":
+        print("connect", args[1], flush=True)
+        if args[1][0] not in ("127.0.0.1", "::1"):
+            raise OSError("the test refuses a connection past loopback")
+sys.addaudithook(only_loopback)
 try:
     urllib.request.urlopen("http://192.0.2.1/", timeout=30)
 except OSError as exc:
