@@ -75,6 +75,13 @@ class NetworkGuard:
             if self in _installed:
                 _installed.remove(self)
 
+    def __enter__(self) -> NetworkGuard:
+        self.install()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.uninstall()
+
     @staticmethod
     def refusal(target: Any, *, access: NetworkAccess = NetworkAccess.CONNECTION) -> str:
         """The error for a refused access: what was refused, why, and how to record instead."""

@@ -234,12 +234,8 @@ def _replay_network_guard(request: pytest.FixtureRequest) -> Iterator[NetworkGua
     if request.node.get_closest_marker(MARKER) is None and not _PLUGIN_FIXTURES & set(request.fixturenames):
         yield None
         return
-    guard = NetworkGuard()
-    guard.install()
-    try:
+    with NetworkGuard() as guard:
         yield guard
-    finally:
-        guard.uninstall()
     if guard.refused:
         failed, failure = _call_failed(request)
         # Said again at teardown when the test hid it (an SDK reports it as "Connection error.").

@@ -11,7 +11,5 @@ from replay.network_guard import NetworkGuard
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> Iterator[None]:
-    guard = NetworkGuard()
-    guard.install()
-    yield
-    guard.uninstall()
+    with NetworkGuard():
+        yield

@@ -34,12 +34,8 @@ HOW_TO_ALLOW = (
 
 @pytest.fixture
 def guard() -> Iterator[NetworkGuard]:
-    guard = NetworkGuard()
-    guard.install()
-    try:
+    with NetworkGuard() as guard:
         yield guard
-    finally:
-        guard.uninstall()
 
 
 def refused(guard: NetworkGuard, attempt: Callable[[], Any], message: str) -> None:

@@ -21,6 +21,7 @@ from engine.tools import (
     ToolUseContext,
 )
 from engine.tools.bash import is_read_only_command
+from tests.engine.tools.network_probe import FETCH_COMMAND
 
 
 @pytest.fixture
@@ -90,31 +91,14 @@ async def test_the_sessions_variables_and_the_offline_proxies_reach_the_command(
     assert result == ToolResult("test http://127.0.0.1:9 http://127.0.0.1:9 [] []")
 
 
-# The Python client says where it connects (an audit hook) and how that ended. The hook also
-# refuses anything but loopback, so a broken proxy set-up fails the test without any traffic.
-FETCH = """
-import sys, urllib.request
-def only_loopback(event, args):
-    if event == "socket.connect":
-        print("connect", args[1])
-        if args[1][0] not in ("127.0.0.1", "::1"):
-            raise OSError("the test refuses a connection past loopback")
-sys.addaudithook(only_loopback)
-try:
-    urllib.request.urlopen("http://192.0.2.1/", timeout=30)
-except OSError as exc:
-    print(exc)
-"""
 
 
 async def test_offline_a_request_to_a_remote_host_goes_to_the_closed_proxy_and_is_refused(
     ctx: ToolUseContext,
 ) -> None:
-    # 192.0.2.1 (TEST-NET-1) is never routed on the internet; offline, the client goes to the
-    # proxy, a closed loopback port, which refuses at once (no timeout is waited out).
     ctx.environment = ToolEnvironment(network=NetworkPolicy.OFFLINE)
 
-    result = await run(ctx, f"python3 -c '{FETCH}'")
+    result = await run(ctx, FETCH_COMMAND)
 
     assert result == ToolResult("connect ('127.0.0.1', 9)\n<urlopen error [Errno 111] Connection refused>")
 

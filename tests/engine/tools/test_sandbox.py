@@ -32,6 +32,7 @@ from replay.runner import run_bundle
 from replay.scenario import Scenario
 from replay.session import SessionSpec, load_bundle, record_bundle, replay_bundle
 from replay.session_options import SessionOptions
+from tests.engine.tools.network_probe import FETCH_COMMAND
 
 OUTSIDE = "Path '{}' is outside the workspace; tools may only touch files inside it."
 
@@ -229,24 +230,9 @@ SEEN = (
     "APP_MODE=test https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 NO_PROXY=[]\n"
     "workspace: the working directory"
 )
-# Where a Python client connects (an audit hook says), and how that ends: at the proxy. The
-# hook refuses anything but loopback, so a broken proxy set-up fails the test without traffic.
-FETCH = """python3 - <<'PY'
-import sys, urllib.request
-def only_loopback(event, args):
-    if event == "socket.connect":
-        print("connect", args[1], flush=True)
-        if args[1][0] not in ("127.0.0.1", "::1"):
-            raise OSError("the test refuses a connection past loopback")
-sys.addaudithook(only_loopback)
-try:
-    urllib.request.urlopen("http://192.0.2.1/", timeout=30)
-except OSError as exc:
-    print(exc)
-PY"""
 ENVIRONMENT = [
     {"content": [tool_use("Bash", command=LIST_ENV)]},
-    {"content": [tool_use("Bash", command=FETCH)]},
+    {"content": [tool_use("Bash", command=FETCH_COMMAND)]},
     {"content": [{"text": "Done."}]},
 ]
 # A post-tool hook exiting 2: what it prints on stderr goes back to the model with the result.
