@@ -164,16 +164,23 @@ def credentials(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 # The whole bundle
 
 
-async def test_no_planted_secret_reaches_any_byte_of_a_recorded_bundle(
-    tmp_path: Path, credentials: dict[str, str]
-) -> None:
+async def _record_leaky_session(tmp_path: Path, *, echo_environment: bool) -> Path:
+    """Record the planted corpus's session into ``tmp_path``; ``echo_environment``: its Bash
+    prints the environment and the parent's /proc environ too."""
     out = tmp_path / "leaky-session"
     await record_bundle(
         out,
         prompts=[_prompt()],
-        scenario=Scenario.from_list(_turns(echo_environment=True)),
+        scenario=Scenario.from_list(_turns(echo_environment=echo_environment)),
         workspace=_workspace(tmp_path),
     )
+    return out
+
+
+async def test_no_planted_secret_reaches_any_byte_of_a_recorded_bundle(
+    tmp_path: Path, credentials: dict[str, str]
+) -> None:
+    out = await _record_leaky_session(tmp_path, echo_environment=True)
 
     assert _leaks(out) == []
     # The secrets did flow through the session and were redacted, not lost on the way.
@@ -187,13 +194,7 @@ async def test_no_planted_secret_reaches_any_byte_of_a_recorded_bundle(
 
 
 async def test_a_redacted_bundle_replays_match(tmp_path: Path, credentials: dict[str, str]) -> None:
-    out = tmp_path / "leaky-session"
-    await record_bundle(
-        out,
-        prompts=[_prompt()],
-        scenario=Scenario.from_list(_turns(echo_environment=True)),
-        workspace=_workspace(tmp_path),
-    )
+    out = await _record_leaky_session(tmp_path, echo_environment=True)
 
     report = await run_bundle(out)
 
@@ -206,13 +207,7 @@ async def test_a_redacted_bundle_replays_match_where_the_secrets_are_not_set(
     # What the workspace, the prompt and the model carried is redacted in the bundle itself, so
     # a machine without the credentials replays it the same (a Bash echoing the environment would
     # differ there whatever the redaction, so it is left out here).
-    out = tmp_path / "leaky-session"
-    await record_bundle(
-        out,
-        prompts=[_prompt()],
-        scenario=Scenario.from_list(_turns(echo_environment=False)),
-        workspace=_workspace(tmp_path),
-    )
+    out = await _record_leaky_session(tmp_path, echo_environment=False)
     for name in ENVIRONMENT:
         monkeypatch.delenv(name)
 
