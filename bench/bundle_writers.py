@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from replay.bundle_lock import bundle_write_lock, reading_generation
-from replay.scenario import Scenario
-from replay.session import record_bundle
-from replay.verify import verify_bundle
+from replay.fake.scenario import Scenario
+from replay.session.bundle import record_bundle
+from replay.session.verify import verify_bundle
+from replay.storage.bundle_lock import bundle_write_lock, reading_generation
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = """\
@@ -40,7 +40,7 @@ turns:
 WRITER = """
 import asyncio, sys
 from pathlib import Path
-from replay.session import record_bundle
+from replay.session.bundle import record_bundle
 out, scenario, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 count = 0
 while not stop.exists():

@@ -65,8 +65,9 @@ from engine import (
     ResultSubtype,
 )
 from engine.tools.base import Tool, ToolResult, ToolUseContext
-from replay.fake import FakeModel, FakeModelTransport
-from replay.scenario import Scenario, TextBlock, ToolUseBlock, Turn
+from replay.fake.blocks import TextBlock, ToolUseBlock, Turn
+from replay.fake.model import FakeModel, FakeModelTransport
+from replay.fake.scenario import Scenario
 
 TARGET_OVERHEAD = 0.50  # the loop may add less than 50% to the SDK's own per-turn cost
 API_KEY = "sk-ant-bench-placeholder"

@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import replay.redact_files
-import replay.scrub
-import replay.scrub_files
-import replay.session
-from replay.redact import Detection, Redactor
-from replay.session import load_bundle, replay_bundle
+import replay.cassette.scrub
+import replay.redact.files
+import replay.session.bundle
+import replay.session.scrub_files
+from replay.redact.redactor import Detection, Redactor
+from replay.session.bundle import load_bundle, replay_bundle
 
 LIBRARY = Path(__file__).resolve().parents[1] / "cassettes"
 
@@ -46,7 +46,7 @@ class _FindsNothing(Redactor):
 @contextmanager
 def _without_redaction() -> Iterator[None]:
     nothing = _FindsNothing()
-    modules = (replay.scrub, replay.session, replay.scrub_files, replay.redact_files)
+    modules = (replay.cassette.scrub, replay.session.bundle, replay.session.scrub_files, replay.redact.files)
     saved = [module.current_redactor for module in modules]
     for module in modules:
         module.current_redactor = lambda: nothing  # type: ignore[attr-defined]

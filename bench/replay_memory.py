@@ -39,7 +39,7 @@ _RECORD = textwrap.dedent(
     """
     import asyncio, resource, sys
     from pathlib import Path
-    from replay.session import record_bundle
+    from replay.session.bundle import record_bundle
     scenario, out = Path(sys.argv[1]), Path(sys.argv[2])
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     asyncio.run(record_bundle(out, scenario=scenario))
@@ -51,7 +51,7 @@ _REPLAY = textwrap.dedent(
     """
     import asyncio, resource, sys
     from pathlib import Path
-    from replay.runner import run_bundle
+    from replay.session.runner import run_bundle
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     report = asyncio.run(run_bundle(Path(sys.argv[1])))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -86,8 +86,8 @@ from vcr.request import Request as VcrRequest
 from vcr.serializers import yamlserializer
 
 from replay.cassette import Cassette, dumps_cassette, load_cassette, save_cassette
-from replay.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
-from replay.transport import CassettePlayer, CassetteTransport
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
+from replay.cassette.transport import CassettePlayer, CassetteTransport
 
 DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 QUICK_VCRPY_LIMIT = 10_000  # --quick skips vcrpy at this many interactions and more

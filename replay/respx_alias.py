@@ -7,7 +7,7 @@
 entry points — respx's own plugin imports ``httpx`` — and before any conftest, so this is the
 earliest hook a test run has. A conftest's ``pytest_plugins`` is too late: by then the entry-point
 plugins are loaded and ``httpx`` is the real one. Aliasing is a whole-process choice a test run
-makes for itself; no library module (``replay.respx_adapter`` included) ever makes it.
+makes for itself; no library module (``replay.cassette.respx_adapter`` included) ever makes it.
 """
 
 from __future__ import annotations

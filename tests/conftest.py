@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from replay.network_guard import NetworkGuard
+from replay.pytest_plugin.network_guard import NetworkGuard
 
 
 @pytest.fixture(autouse=True, scope="session")

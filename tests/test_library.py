@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import CompactionTier, Terminal, Transition
-from replay.cli import app
-from replay.coverage import COMPACTION_TIERS, FAULTS, TERMINALS, TRANSITIONS, coverage
-from replay.rerecord import rerecord_bundle
-from replay.verify import find_bundles
+from replay.cli.app import app
+from replay.session.library_coverage import COMPACTION_TIERS, FAULTS, TERMINALS, TRANSITIONS, coverage
+from replay.session.rerecord import rerecord_bundle
+from replay.session.verify import find_bundles
 
 LIBRARY = Path(__file__).resolve().parent.parent / "cassettes"
 BUNDLES = find_bundles([LIBRARY])
@@ -39,8 +39,9 @@ def test_replay_verify_replays_every_bundle_of_the_library() -> None:
 
 def test_every_transition_terminal_and_tier_is_exercised_by_some_bundle() -> None:
     report = coverage([LIBRARY])
-    exercised = {category: report.exercised_by(category) for category in (TRANSITIONS, TERMINALS,
-                                                                           COMPACTION_TIERS, FAULTS)}
+    exercised = {
+        category: report.exercised_by(category) for category in (TRANSITIONS, TERMINALS, COMPACTION_TIERS, FAULTS)
+    }
     missing_transitions = [t.value for t in Transition if not exercised[TRANSITIONS].get(t.value)]
     missing_terminals = [t.value for t in Terminal if not exercised[TERMINALS].get(t.value)]
     missing_tiers = [t for t in REQUIRED_TIERS if not exercised[COMPACTION_TIERS].get(t)]

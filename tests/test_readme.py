@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from replay.scenario import Scenario
+from replay.fake.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

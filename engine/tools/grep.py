@@ -185,8 +185,7 @@ def _cut_note(cut: list[str]) -> str:
     named = ", ".join(cut[:_MAX_NAMED_CUT_FILES])
     more = f" and {len(cut) - _MAX_NAMED_CUT_FILES} more" if len(cut) > _MAX_NAMED_CUT_FILES else ""
     return (
-        f"\n\n(Files over {MAX_SEARCH_MIB} MiB were searched in their first {MAX_SEARCH_MIB} MiB only: "
-        f"{named}{more}.)"
+        f"\n\n(Files over {MAX_SEARCH_MIB} MiB were searched in their first {MAX_SEARCH_MIB} MiB only: {named}{more}.)"
     )
 
 

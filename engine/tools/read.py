@@ -101,9 +101,7 @@ class ReadTool(Tool):
                 "and this one goes on past it. Use Bash (e.g. `tail -c`) to see the rest.)"
             )
         elif last < window.lines_seen:
-            body += (
-                f"\n\n(Showing lines {start}-{last} of {window.lines_seen}. Use offset and limit to read the rest.)"
-            )
+            body += f"\n\n(Showing lines {start}-{last} of {window.lines_seen}. Use offset and limit to read the rest.)"
         return ToolResult(body)
 
     def backfill_observable_input(self, tool_input: JsonDict, ctx: ToolUseContext) -> None:

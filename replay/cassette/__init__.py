@@ -39,47 +39,59 @@ Reading checks everything: the version, every content key against the hash of it
 reference, and every stored fingerprint against its expanded body; safe YAML only (no tags, no
 aliases), at most `MAX_CASSETTE_BYTES`. Any problem is a `CassetteError` naming the file, the
 problem and what to do. Plain vcrpy cassettes (YAML or JSON) are read too. Writing scrubs every
-secret first (`replay.scrub`) and is atomic. `AgentReplaySerializer` and `AtomicPersister` plug
+secret first (`scrub`) and is atomic. `AgentReplaySerializer` and `AtomicPersister` plug
 the format into vcrpy (`register_with_vcr`).
 
 Versioning: a reader reads exactly its version and refuses any other with a clear error; any
 change that a version-1 reader would misread or refuse bumps the version.
+
+The package also holds what reads and writes cassettes around a session: interactions
+(`interaction`), request fingerprints (`fingerprints`), path placeholders (`placeholders`),
+scrubbing (`scrub`), recording through vcrpy (`record`), replaying through an ``httpx2``
+transport (`transport`) and the respx adapter (`respx_adapter`).
+
+May import: `replay.redact`, `replay.storage`. Never `replay.fake` or `replay.session`.
 """
 
-from replay.cassette._io import atomic_write_text, dumps_cassette, load_cassette, loads_cassette, save_cassette
-from replay.cassette._model import (
-    CASSETTE_FORMAT_VERSION,
-    MAX_CASSETTE_BYTES,
-    RECORDED_PATH_KEYS,
-    Cassette,
-    CassetteError,
-    CassetteSource,
-)
-from replay.cassette._vcr import (
-    SERIALIZER_NAME,
-    AgentReplaySerializer,
-    AtomicPersister,
-    interactions_from_vcr,
-    register_with_vcr,
-)
-from replay.cassette._vcrpy import FAULT_KEY
+from __future__ import annotations
 
-__all__ = [
-    "CASSETTE_FORMAT_VERSION",
-    "FAULT_KEY",
-    "MAX_CASSETTE_BYTES",
-    "RECORDED_PATH_KEYS",
-    "SERIALIZER_NAME",
-    "AgentReplaySerializer",
-    "AtomicPersister",
-    "Cassette",
-    "CassetteError",
-    "CassetteSource",
-    "atomic_write_text",
-    "dumps_cassette",
-    "interactions_from_vcr",
-    "load_cassette",
-    "loads_cassette",
-    "register_with_vcr",
-    "save_cassette",
-]
+from replay.lazy_exports import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "CASSETTE_FORMAT_VERSION": "_model",
+        "MAX_CASSETTE_BYTES": "_model",
+        "RECORDED_PATH_KEYS": "_model",
+        "Cassette": "_model",
+        "CassetteError": "_model",
+        "CassetteSource": "_model",
+        "FAULT_KEY": "_vcrpy",
+        "SERIALIZER_NAME": "_vcr",
+        "AgentReplaySerializer": "_vcr",
+        "AtomicPersister": "_vcr",
+        "interactions_from_vcr": "_vcr",
+        "register_with_vcr": "_vcr",
+        "dumps_cassette": "_io",
+        "load_cassette": "_io",
+        "loads_cassette": "_io",
+        "save_cassette": "_io",
+        "Normalizer": "fingerprints",
+        "fingerprint": "fingerprints",
+        "Interaction": "interaction",
+        "RecordedFault": "interaction",
+        "RecordedFaultKind": "interaction:FaultKind",
+        "RecordedRequest": "interaction",
+        "RecordedResponse": "interaction",
+        "CassetteNotFoundError": "record",
+        "CassetteRecorder": "record",
+        "RecordMode": "record",
+        "RecordModeError": "record",
+        "parse_record_mode": "record",
+        "CassetteMismatchError": "transport",
+        "CassettePlayer": "transport",
+        "CassetteTransport": "transport",
+        "SyncCassetteTransport": "transport",
+        "UnplayedInteractionsError": "transport",
+    },
+)

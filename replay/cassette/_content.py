@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from replay.cassette._yaml import FlowSeq
-from replay.fingerprint import canonical_json
+from replay.cassette.fingerprints import canonical_json
+from replay.storage.strict_yaml import FlowSeq
 
 __all__ = [
     "MESSAGE_PREFIX",

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping
-from contextlib import suppress
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final
@@ -18,10 +15,11 @@ from replay.cassette._content import FormatProblem
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, MAX_CASSETTE_BYTES, Cassette, CassetteError, CassetteSource
 from replay.cassette._native import FORMAT_MARKER, decode_native, encode_native
 from replay.cassette._vcrpy import VCRPY_FORMAT_VERSION, interactions_from_vcrpy, is_vcrpy_shape
-from replay.cassette._yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml, yaml_problem
-from replay.scrub import scrub_interaction
+from replay.cassette.scrub import scrub_interaction
+from replay.storage.atomic import FileWriteError, atomic_write_text
+from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml, yaml_problem
 
-__all__ = ["atomic_write_text", "dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
+__all__ = ["dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
 
 _HEADER: Final = f"# agent-replay cassette, format version {CASSETTE_FORMAT_VERSION} (see docs/cassettes.md)\n"
 # The last line of every native file: a file that fails to load and lacks it was cut short.
@@ -195,7 +193,10 @@ def save_cassette(cassette: Cassette, path: str | PathLike[str]) -> None:
     """Write ``cassette`` (scrubbed) to ``path`` atomically: the old file stays whole until the
     new one is complete on disk."""
     path = Path(path)
-    atomic_write_text(path, render_cassette(cassette, str(path)))
+    try:
+        atomic_write_text(path, render_cassette(cassette, str(path)))
+    except FileWriteError as err:
+        raise CassetteError(err.source, err.problem) from None
 
 
 def render_cassette(cassette: Cassette, source_name: str) -> str:
@@ -232,43 +233,6 @@ def _check_plain_data(document: Any) -> None:
             pending.extend(item)
         elif item is not None and not isinstance(item, (str, int, float, bool)):
             raise TypeError(f"{type(item).__name__} {item!r:.40}")
-
-
-def atomic_write_text(path: Path, text: str, *, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder, flushed, synced and renamed
-    over the old file. On any failure the temp file is removed and the old file is untouched."""
-    data = text.encode(encoding)
-    temp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-        temp = None
-    except OSError as err:
-        raise CassetteError(
-            str(path), f"could not be written ({err.strerror or err}); the previous file, if any, is unchanged."
-        ) from None
-    finally:
-        if temp is not None:
-            with suppress(OSError):
-                os.unlink(temp)
-    _sync_folder(path.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    # Makes the rename itself durable; not every platform can open a folder, and that is fine.
-    with suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _unreadable(path: Path, err: OSError) -> CassetteError:

@@ -7,8 +7,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
-from replay.fingerprint import Normalizer, fingerprint
-from replay.interaction import Interaction
+from replay.cassette.fingerprints import Normalizer, fingerprint
+from replay.cassette.interaction import Interaction
 
 __all__ = [
     "CASSETTE_FORMAT_VERSION",

@@ -14,9 +14,8 @@ from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, Cassette, normalizer_for
-from replay.cassette._yaml import FlowMap
-from replay.fingerprint import canonical_json, fingerprint
-from replay.interaction import (
+from replay.cassette.fingerprints import canonical_json, fingerprint
+from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
     Interaction,
@@ -25,6 +24,7 @@ from replay.interaction import (
     RecordedResponse,
     SseEvent,
 )
+from replay.storage.strict_yaml import FlowMap
 
 __all__ = ["FORMAT_MARKER", "decode_native", "encode_native"]
 

@@ -21,7 +21,7 @@ from vcr.serialize import deserialize as vcr_deserialize
 from vcr.serialize import serialize as vcr_serialize
 
 from replay.cassette._content import FormatProblem
-from replay.cassette._io import atomic_write_text, loads_cassette, render_cassette
+from replay.cassette._io import loads_cassette, render_cassette
 from replay.cassette._model import MAX_CASSETTE_BYTES, RECORDED_PATH_KEYS, Cassette, CassetteError
 from replay.cassette._vcrpy import (
     VCRPY_FORMAT_VERSION,
@@ -29,7 +29,8 @@ from replay.cassette._vcrpy import (
     interactions_from_vcrpy,
     interactions_to_vcrpy,
 )
-from replay.interaction import Interaction
+from replay.cassette.interaction import Interaction
+from replay.storage.atomic import FileWriteError, atomic_write_text
 
 __all__ = ["SERIALIZER_NAME", "AgentReplaySerializer", "AtomicPersister", "interactions_from_vcr", "register_with_vcr"]
 
@@ -117,7 +118,10 @@ class AtomicPersister:
             data = vcr_serialize(cassette_dict, serializer)
         except CassetteError as err:
             raise err.for_source(str(path)) from None
-        atomic_write_text(path, data)
+        try:
+            atomic_write_text(path, data)
+        except FileWriteError as err:
+            raise CassetteError(err.source, err.problem) from None
 
 
 def register_with_vcr(my_vcr: vcr.VCR, *, recorded_paths: Mapping[str, str] | None = None) -> None:

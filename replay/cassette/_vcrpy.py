@@ -18,7 +18,7 @@ from http import HTTPStatus
 from typing import Any, Final
 
 from replay.cassette._content import FormatProblem
-from replay.interaction import (
+from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
     Interaction,
@@ -27,7 +27,7 @@ from replay.interaction import (
     RecordedResponse,
     parse_sse,
 )
-from replay.scrub import ContentEncodingError, decode_content_encoding
+from replay.cassette.scrub import ContentEncodingError, decode_content_encoding
 
 __all__ = [
     "FAULT_KEY",

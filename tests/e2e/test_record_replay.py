@@ -12,7 +12,7 @@ import pytest
 import vcr
 
 from replay.cassette import SERIALIZER_NAME, load_cassette, register_with_vcr
-from replay.session import load_bundle, record_bundle, replay_bundle
+from replay.session.bundle import load_bundle, record_bundle, replay_bundle
 
 SCENARIO = """\
 version: 1
@@ -128,7 +128,7 @@ async def test_the_transcript_names_no_folder_of_the_machine_it_ran_on(tmp_path:
 
 
 async def test_a_bundle_missing_its_workspace_is_a_clear_error(tmp_path: Path, recorded: Path) -> None:
-    from replay.session import BundleError
+    from replay.session.bundle import BundleError
 
     bundle = await record(tmp_path)
     (bundle / "workspace" / "notes.md").unlink()

@@ -26,8 +26,8 @@ from engine import (
 )
 from engine.orchestration import PermissionCallback
 from engine.tools import allow_all
-from replay.fake import FakeModel, FakeModelTransport
-from replay.scenario import Scenario
+from replay.fake.model import FakeModel, FakeModelTransport
+from replay.fake.scenario import Scenario
 
 JsonDict = dict[str, Any]
 

@@ -23,7 +23,7 @@ from engine import (
     default_tools,
 )
 from engine.hooks import HookInput
-from replay.fake import FakeModel
+from replay.fake.model import FakeModel
 from tests.engine.conftest import (
     assert_next_request_valid,
     assert_pairing,

@@ -20,8 +20,8 @@ from engine.model import (
     StreamEvent,
 )
 from engine.retry import is_retryable
-from replay.fake import FakeModel, FakeModelTransport, ScenarioExhaustedError
-from replay.scenario import Scenario
+from replay.fake.model import FakeModel, FakeModelTransport, ScenarioExhaustedError
+from replay.fake.scenario import Scenario
 
 MODEL = "claude-sonnet-4-6"
 API_KEY = "sk-ant-test-0123456789-secret"

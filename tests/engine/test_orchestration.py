@@ -9,7 +9,7 @@ from typing import Any
 import httpx2
 
 from engine import ToolOutcome, TraceKind, default_tools, partition_tool_calls
-from replay.fake import FakeModel
+from replay.fake.model import FakeModel
 from tests.engine.conftest import make_session
 from tests.engine.probe_tools import Journal, ProbeTool, probe
 

@@ -43,10 +43,10 @@ from engine.hooks import HookInput, StopHookInput, StopHookResult
 from engine.messages import Message, ProgressMessage
 from engine.transcript import read_transcript
 from replay.cassette import load_cassette
-from replay.scenario import Scenario
-from replay.session import Bundle, SessionRun, record_bundle, replay_bundle
-from replay.session_options import InterruptAt, SessionOptions
-from replay.sse import count_message_events
+from replay.fake.blocks import count_message_events
+from replay.fake.scenario import Scenario
+from replay.schema.options import InterruptAt, SessionOptions
+from replay.session.bundle import Bundle, SessionRun, record_bundle, replay_bundle
 from tests.engine.conftest import Session, assert_pairing, make_session
 
 JsonDict = dict[str, Any]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import EngineSettings
-from replay.scenario import Scenario
-from replay.session import record_bundle
+from replay.fake.scenario import Scenario
+from replay.session.bundle import record_bundle
 
 DONE = {"content": [{"text": "Done."}]}
 SUMMARY = {"content": [{"text": "Summary: we listed the files."}]}
@@ -84,7 +84,7 @@ def assert_bad_input(result: Any, *fragments: str) -> None:
 _HOLDER = """
 import sys
 from pathlib import Path
-from replay.bundle_lock import bundle_write_lock
+from replay.storage.bundle_lock import bundle_write_lock
 with bundle_write_lock(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.read()

@@ -8,7 +8,7 @@ import anthropic
 import httpx2
 import pytest
 
-from replay.fake import FakeModel, FakeModelTransport, SyncFakeModelTransport
+from replay.fake.model import FakeModel, FakeModelTransport, SyncFakeModelTransport
 
 AsyncClientFactory = Callable[[FakeModel], anthropic.AsyncAnthropic]
 SyncClientFactory = Callable[[FakeModel], anthropic.Anthropic]

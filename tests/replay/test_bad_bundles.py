@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from replay.cli import app
-from replay.session import MAX_SESSION_BYTES, MAX_TRANSCRIPT_BYTES
+from replay.cli.app import app
+from replay.session.bundle import MAX_SESSION_BYTES, MAX_TRANSCRIPT_BYTES
 from tests.replay.bundle_helpers import DONE, assert_bad_input, record_sync
 
 runner = CliRunner()
@@ -324,7 +324,7 @@ def test_record_refuses_a_scenario_whose_session_fields_have_the_wrong_type(
 
 
 def test_record_refuses_a_scenario_over_its_size_cap_before_reading_it(tmp_path: Path) -> None:
-    from replay.scenario import MAX_SCENARIO_BYTES
+    from replay.storage.bundle_files import MAX_SCENARIO_BYTES
 
     scenario = tmp_path / "scenario.yaml"
     with scenario.open("wb") as handle:

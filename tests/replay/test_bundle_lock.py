@@ -33,12 +33,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from replay.bundle_lock import reading_generation
-from replay.cli import app
-from replay.process_owner import OwnerTag
-from replay.runner import run_bundle
-from replay.session import record_bundle
-from replay.verify import MATCH, verify_bundle
+from replay.cli.app import app
+from replay.session.bundle import record_bundle
+from replay.session.runner import run_bundle
+from replay.session.verify import MATCH, verify_bundle
+from replay.storage.bundle_lock import reading_generation
+from replay.storage.process_owner import OwnerTag
 from tests.replay.bundle_helpers import held_by_another_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ async def test_run_update_swaps_in_a_whole_new_bundle(tmp_path: Path) -> None:
 WRITER = """
 import asyncio, sys
 from pathlib import Path
-from replay.session import record_bundle
+from replay.session.bundle import record_bundle
 out, scenario, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 count = 0
 while not stop.exists():

@@ -25,9 +25,8 @@ from replay.cassette import (
     save_cassette,
 )
 from replay.cassette._vcrpy import interactions_to_vcrpy
-from replay.cassette._yaml import load_yaml
-from replay.fingerprint import Normalizer, fingerprint
-from replay.interaction import (
+from replay.cassette.fingerprints import Normalizer, fingerprint
+from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
     Interaction,
@@ -36,7 +35,8 @@ from replay.interaction import (
     RecordedResponse,
     SseEvent,
 )
-from replay.scrub import find_secrets
+from replay.cassette.scrub import find_secrets
+from replay.storage.strict_yaml import load_yaml
 
 URI = "https://api.anthropic.com/v1/messages"
 JSON_HEADERS = {"anthropic-version": "2026-10-21", "content-type": "application/json"}

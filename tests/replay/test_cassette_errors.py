@@ -11,7 +11,7 @@ import pytest
 import replay.cassette._content as content_module
 import replay.cassette._io as cassette_io
 from replay.cassette import Cassette, CassetteError, dumps_cassette, load_cassette, loads_cassette, save_cassette
-from replay.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
 
 URI = "https://api.anthropic.com/v1/messages"
 
@@ -236,7 +236,7 @@ def test_loads_names_the_source_it_is_given() -> None:
 
 
 def test_a_brotli_body_without_brotli_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("replay.scrub._brotli", None)  # as on a machine without the brotli package
+    monkeypatch.setattr("replay.cassette.scrub._brotli", None)  # as on a machine without the brotli package
     cassette = {
         "version": 1,
         "interactions": [

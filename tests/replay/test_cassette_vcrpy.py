@@ -32,10 +32,11 @@ from replay.cassette import (
     loads_cassette,
     register_with_vcr,
 )
-from replay.fake import FakeModel
-from replay.interaction import BodyKind, FaultKind, RecordedFault, SseEvent
-from replay.scenario import Scenario, TextBlock, ToolUseBlock, Turn
-from replay.scrub import find_secrets, scrub_vcr_request, scrub_vcr_response
+from replay.cassette.interaction import BodyKind, FaultKind, RecordedFault, SseEvent
+from replay.cassette.scrub import find_secrets, scrub_vcr_request, scrub_vcr_response
+from replay.fake.blocks import TextBlock, ToolUseBlock, Turn
+from replay.fake.model import FakeModel
+from replay.fake.scenario import Scenario
 
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-api03-FakeRecordingKey_0123456789-abcdefghij"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from replay.cli import app
-from replay.demo import DEMO_DIR
+from replay.cli.app import app
+from replay.session.demo import DEMO_DIR
 
 runner = CliRunner()
 

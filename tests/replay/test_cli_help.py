@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from replay.cli import app
+from replay.cli.app import app
 
 runner = CliRunner()
 COMMANDS = ("run", "verify", "record", "diff", "show", "serve", "coverage", "scrub", "demo")

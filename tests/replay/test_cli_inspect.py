@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from engine import EngineSettings
-from replay.cli import app
+from replay.cli.app import app
 from tests.replay.bundle_helpers import (
     AUTOCOMPACT_TURNS,
     DONE,

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from replay.cli import app
-from replay.demo import DEMO_DIR, DEMO_PROMPT
-from replay.runner import run_bundle
-from replay.session import record_bundle
-from replay.trace import render_text
+from replay.cli.app import app
+from replay.session.bundle import record_bundle
+from replay.session.demo import DEMO_DIR, DEMO_PROMPT
+from replay.session.runner import run_bundle
+from replay.trace.behaviour import render_text
 from tests.replay.bundle_helpers import (
     AUTOCOMPACT_TURNS,
     DONE,

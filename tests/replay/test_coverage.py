@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.coverage import KNOWN, coverage, render_table
-from replay.session import BundleError
-from replay.verify import find_bundles
+from replay.session.bundle import BundleError
+from replay.session.library_coverage import KNOWN, coverage, render_table
+from replay.session.verify import find_bundles
 from tests.replay.bundle_helpers import AUTOCOMPACT_TURNS, DONE, FAULT_TURNS, SMALL_CONTEXT, record
 
 

@@ -41,13 +41,13 @@ import pytest
 from engine import AnthropicModel, QueryDeps, QueryEngine, default_tools
 from engine.transcript import TornTranscriptWarning, read_transcript
 from replay.cassette import load_cassette
-from replay.fake import FakeModel
-from replay.record import CassetteRecorder, RecordMode
-from replay.scenario import Scenario
-from replay.scrub_files import files_below
-from replay.server import FakeModelServer
-from replay.session import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY, record_bundle
-from replay.verify import find_bundles
+from replay.cassette.record import CassetteRecorder, RecordMode
+from replay.fake.model import FakeModel
+from replay.fake.scenario import Scenario
+from replay.fake.server import FakeModelServer
+from replay.session.bundle import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY, record_bundle
+from replay.session.scrub_files import files_below
+from replay.session.verify import find_bundles
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("CRASH_SAFETY_SEED", "7"))

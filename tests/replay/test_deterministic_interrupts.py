@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from replay.runner import Verdict, run_bundle
-from replay.session import load_bundle
+from replay.session.bundle import load_bundle
+from replay.session.runner import Verdict, run_bundle
 
 LIBRARY = Path(__file__).resolve().parents[2] / "cassettes"
 BUNDLE = LIBRARY / "interrupt-during-parallel-globs"

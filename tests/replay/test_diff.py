@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from replay.diff import diff_traces, diff_transcripts, explain_fingerprint_change
-from replay.jsondiff import differing_paths
-from replay.trace import BehaviourTrace, PassTrace, PromptTrace, RequestTrace
+from replay.cassette.jsondiff import differing_paths
+from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace, RequestTrace
+from replay.trace.diff import diff_traces, diff_transcripts, explain_fingerprint_change
 
 FP = {name: name * 64 for name in "abcdef"}  # fingerprints easy to read back: "aaaaaaaaaaaa..."
 
@@ -252,7 +252,7 @@ def test_explaining_ignores_what_the_fingerprint_normalizes_away() -> None:
 
 
 def test_differing_paths_is_the_one_the_cassette_miss_message_uses() -> None:
-    from replay import transport
+    from replay.cassette import transport
 
     assert transport.differing_paths is differing_paths
     assert differing_paths({"a": [1, 2], "b": 1}, {"a": [1, 3], "c": 1}) == ["a[1]", "b", "c"]

@@ -10,14 +10,15 @@ import anthropic
 import httpx2
 import pytest
 
-from replay.fake import (
+from replay.fake.blocks import StopReason, TextBlock, ToolUseBlock, Turn, Usage
+from replay.fake.model import (
     DROPPED_CONNECTION_MESSAGE,
     FakeModel,
     FakeModelError,
     FakeResponse,
     ScenarioExhaustedError,
 )
-from replay.scenario import Scenario, StopReason, TextBlock, ToolUseBlock, Turn, Usage
+from replay.fake.scenario import Scenario
 
 MODEL = "claude-sonnet-4-6"
 HELLO = [{"role": "user", "content": "hello"}]

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.fingerprint import Normalizer, canonical_json, fingerprint
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint
 
 BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 

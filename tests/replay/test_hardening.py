@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from replay import scrub
-from replay.scenario import ScenarioError, load_scenario
-from replay.scrub import ContentEncodingError, decode_content_encoding
+from replay.cassette import scrub
+from replay.cassette.scrub import ContentEncodingError, decode_content_encoding
+from replay.fake.blocks import ScenarioError
+from replay.fake.scenario import load_scenario
 
 
 def test_a_body_that_decompresses_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,15 +25,15 @@ from typing import Any
 import pytest
 
 import replay.cassette._io as cassette_io
-import replay.session as session_module
+import replay.session.bundle as session_module
 from replay.cassette import Cassette, CassetteError, dumps_cassette, load_cassette, loads_cassette
 from replay.cassette._vcr import AtomicPersister
-from replay.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
-from replay.record import CassetteRecorder, RecordMode
-from replay.runner import run_bundle
-from replay.scenario import Scenario
-from replay.session import BundleError, load_bundle, record_bundle, replay_bundle
-from replay.verify import ERROR, verify_bundle
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
+from replay.cassette.record import CassetteRecorder, RecordMode
+from replay.fake.scenario import Scenario
+from replay.session.bundle import BundleError, load_bundle, record_bundle, replay_bundle
+from replay.session.runner import run_bundle
+from replay.session.verify import ERROR, verify_bundle
 
 NOTES = "# Notes\nThe parser accepts trailing commas.\n"
 # The model reads a file through a link that stays inside the workspace: such links are kept.

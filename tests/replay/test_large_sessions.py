@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from replay.session import record_bundle
+from replay.session.bundle import record_bundle
 
 CONTENT_BYTES = 10_000_000
 
@@ -59,7 +59,7 @@ def test_a_10_mb_tool_input_records_linearly_and_replays_match_in_bounded_memory
         f"""
         import asyncio, resource
         from pathlib import Path
-        from replay.runner import run_bundle
+        from replay.session.runner import run_bundle
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         report = asyncio.run(run_bundle(Path({str(bundle)!r})))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

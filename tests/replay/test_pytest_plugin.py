@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from replay.fake.scenario import Scenario
 from replay.pytest_plugin import NetworkGuard, locate_cassette
-from replay.scenario import Scenario
-from replay.session import record_bundle
-from replay.session_options import SessionOptions
+from replay.schema.options import SessionOptions
+from replay.session.bundle import record_bundle
 from tests.replay.bundle_helpers import held_by_another_process
 
 pytest_plugins = ["pytester"]

@@ -11,11 +11,17 @@ import vcr
 
 from engine import AnthropicModel, EngineSettings, ModelRequest, QueryDeps, QueryEngine
 from replay.cassette import load_cassette
-from replay.fake import FakeModel
-from replay.record import CassetteNotFoundError, CassetteRecorder, RecordMode, RecordModeError, parse_record_mode
-from replay.scenario import Scenario
-from replay.server import FakeModelServer
-from replay.transport import CassetteMismatchError, CassettePlayer, CassetteTransport
+from replay.cassette.record import (
+    CassetteNotFoundError,
+    CassetteRecorder,
+    RecordMode,
+    RecordModeError,
+    parse_record_mode,
+)
+from replay.cassette.transport import CassetteMismatchError, CassettePlayer, CassetteTransport
+from replay.fake.model import FakeModel
+from replay.fake.scenario import Scenario
+from replay.fake.server import FakeModelServer
 
 SECRET_KEY = "sk-ant-api03-Zx9TOPSECRETKEYthatmustneverbewritten0123456789"
 

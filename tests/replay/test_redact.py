@@ -22,11 +22,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from replay.cli import app
-from replay.redact import MIN_SECRET_LENGTH, Redactor, current_redactor
-from replay.runner import Verdict, run_bundle
-from replay.scenario import Scenario
-from replay.session import record_bundle
+from replay.cli.app import app
+from replay.fake.scenario import Scenario
+from replay.redact.redactor import MIN_SECRET_LENGTH, Redactor, current_redactor
+from replay.session.bundle import record_bundle
+from replay.session.runner import Verdict, run_bundle
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -228,7 +228,7 @@ def test_replay_record_through_the_command_line_leaks_nothing_even_from_proc_env
         [
             sys.executable,
             "-c",
-            "from replay.cli import app; app()",
+            "from replay.cli.app import app; app()",
             "record",
             "--scenario",
             str(scenario),

@@ -14,8 +14,15 @@ import pytest
 import respx
 
 from replay.cassette import Cassette, save_cassette
-from replay.interaction import BodyKind, FaultKind, Interaction, RecordedFault, RecordedRequest, RecordedResponse
-from replay.respx_adapter import RespxNotAliasedError, cassette_response, mount_cassette
+from replay.cassette.interaction import (
+    BodyKind,
+    FaultKind,
+    Interaction,
+    RecordedFault,
+    RecordedRequest,
+    RecordedResponse,
+)
+from replay.cassette.respx_adapter import RespxNotAliasedError, cassette_response, mount_cassette
 from tests.respx_suite.session import CASSETTE_ENV, recorded_session
 
 ROOT = Path(__file__).resolve().parents[2]

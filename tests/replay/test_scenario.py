@@ -6,22 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from replay.scenario import (
-    DropConnection,
-    ErrorType,
-    HttpError,
+from replay.fake.blocks import (
     RedactedThinkingBlock,
-    Scenario,
     ScenarioError,
     StopReason,
-    StreamError,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Turn,
     Usage,
-    load_scenario,
 )
+from replay.fake.faults import DropConnection, ErrorType, HttpError, StreamError
+from replay.fake.scenario import Scenario, load_scenario
 
 FULL_SCENARIO = """\
 version: 1

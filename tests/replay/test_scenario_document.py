@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from replay.scenario import Scenario, load_scenario
-from replay.scenario_writer import scenario_to_document
+from replay.fake.scenario import Scenario, load_scenario
+from replay.fake.scenario_writer import scenario_to_document
 
 EVERY_KIND = [
     {
@@ -66,7 +66,7 @@ def test_a_scenario_can_carry_its_prompts_and_engine_settings(tmp_path: Path) ->
 def test_prompts_must_be_non_empty_strings(tmp_path: Path) -> None:
     import pytest
 
-    from replay.scenario import ScenarioError
+    from replay.fake.blocks import ScenarioError
 
     path = tmp_path / "scenario.yaml"
     path.write_text("version: 1\nprompts: [' ']\nturns: []\n")

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from vcr.request import Request
 
-from replay.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
-from replay.scrub import (
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
+from replay.cassette.scrub import (
     Finding,
     SecretKind,
     find_secrets,

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from replay.cassette import CassetteSource, load_cassette
-from replay.cli import app
-from replay.scrub_files import files_below
+from replay.cli.app import app
+from replay.session.scrub_files import files_below
 from tests.replay.bundle_helpers import assert_bad_input
 
 runner = CliRunner()

@@ -18,9 +18,9 @@ import anthropic
 import httpx2
 import pytest
 
-from replay.fake import DROPPED_CONNECTION_MESSAGE, FakeModel, FakeResponse
-from replay.scenario import Scenario
-from replay.server import AuthStyle, FakeModelServer
+from replay.fake.model import DROPPED_CONNECTION_MESSAGE, FakeModel, FakeResponse
+from replay.fake.scenario import Scenario
+from replay.fake.server import AuthStyle, FakeModelServer
 
 MODEL = "claude-sonnet-4-6"
 HELLO = [{"role": "user", "content": "hello"}]
@@ -268,7 +268,7 @@ async def test_an_exhausted_script_answers_500_that_clients_must_not_retry(
 ) -> None:
     fake_model = fake(text_turn("the only turn"), name="one-turn")
     server = serve(fake_model)
-    caplog.set_level(logging.WARNING, logger="replay.server")
+    caplog.set_level(logging.WARNING, logger="replay.fake.server")
 
     # Retries allowed: the x-should-retry header alone keeps the SDK from asking again.
     async with async_sdk(server, max_retries=2) as client:

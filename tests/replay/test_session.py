@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.scenario import Scenario
-from replay.session import BundleError, load_bundle, record_bundle, replay_bundle
+from replay.fake.scenario import Scenario
+from replay.session.bundle import BundleError, load_bundle, record_bundle, replay_bundle
 
 ANSWER = Scenario.from_list([{"content": [{"text": "Hello."}]}])
 

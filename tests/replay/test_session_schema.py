@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from engine import EngineSettings
-from replay.scenario import ScenarioError, load_scenario
-from replay.session import BundleError, SessionSpec
-from replay.session_options import InterruptAt, SessionOptions
-from replay.session_schema import (
+from replay.fake.blocks import ScenarioError
+from replay.fake.scenario import load_scenario
+from replay.schema.documents import (
     ScenarioSessionDocument,
     SchemaError,
     SessionDocument,
@@ -24,6 +23,8 @@ from replay.session_schema import (
     document_type,
     engine_settings_from,
 )
+from replay.schema.options import InterruptAt, SessionOptions
+from replay.session.bundle import BundleError, SessionSpec
 
 LIBRARY = Path(__file__).resolve().parents[2] / "cassettes"
 SOURCE = Path("b/session.json")

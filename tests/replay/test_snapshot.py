@@ -9,10 +9,10 @@ import pytest
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.location import PyTestLocation
 
-from replay.scenario import Scenario
-from replay.session import SessionRun, record_bundle, replay_bundle
-from replay.snapshot import TraceSnapshotExtension, serialize_trace
-from replay.trace import BehaviourTrace, render_text
+from replay.fake.scenario import Scenario
+from replay.session.bundle import SessionRun, record_bundle, replay_bundle
+from replay.trace.behaviour import BehaviourTrace, render_text
+from replay.trace.snapshot import TraceSnapshotExtension, serialize_trace
 
 READ_THEN_ANSWER = Scenario.from_list(
     [

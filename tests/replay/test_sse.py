@@ -12,26 +12,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay.fake import FakeModel, SyncFakeModelTransport
-from replay.scenario import (
+from replay.fake.blocks import (
+    DELTA_CHARS,
+    MAX_DELTAS_PER_STRING,
     RedactedThinkingBlock,
-    Scenario,
     StopReason,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Turn,
     Usage,
-)
-from replay.sse import (
-    DELTA_CHARS,
-    MAX_DELTAS_PER_STRING,
     count_message_events,
-    encode_sse,
-    error_body,
-    render_message_events,
-    render_message_json,
 )
+from replay.fake.model import FakeModel, SyncFakeModelTransport
+from replay.fake.scenario import Scenario
+from replay.fake.sse import encode_sse, error_body, render_message_events, render_message_json
 
 MODEL = "claude-sonnet-4-6"
 

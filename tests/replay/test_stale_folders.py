@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from replay.process_owner import OwnerTag
-from replay.stale_folders import (
+from replay.storage.process_owner import OwnerTag
+from replay.storage.stale_folders import (
     ScratchKind,
     scratch_prefix,
     staging_prefix,

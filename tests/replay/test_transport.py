@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from replay.cassette import Cassette, load_cassette, save_cassette
-from replay.interaction import (
+from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
     Interaction,
@@ -20,7 +20,7 @@ from replay.interaction import (
     RecordedResponse,
     SseEvent,
 )
-from replay.transport import (
+from replay.cassette.transport import (
     CassetteMismatchError,
     CassettePlayer,
     CassetteTransport,

@@ -14,8 +14,8 @@ import httpx2
 import pytest
 import respx
 
-from replay.respx_adapter import mount_cassette
-from replay.transport import CassetteMismatchError
+from replay.cassette.respx_adapter import mount_cassette
+from replay.cassette.transport import CassetteMismatchError
 
 from .session import (
     BASE_URL,

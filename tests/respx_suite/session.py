@@ -2,14 +2,14 @@
 
 One source for both sides: ``tests/replay/test_respx_adapter.py`` saves these interactions as a
 cassette, and ``check_respx.py`` sends the same requests through the SDK and checks the answers.
-Only ``replay.interaction`` is imported here, so the suite's process stays free to alias httpx.
+Only ``replay.cassette.interaction`` is imported here, so the suite's process stays free to alias httpx.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from replay.interaction import (
+from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
     Interaction,

@@ -25,8 +25,8 @@ from engine.messages import Message
 from engine.model import AnthropicModel, ModelErrorKind, QuerySource
 from engine.settings import EngineSettings
 from engine.tokens import estimate_message_tokens, token_count_with_estimation
-from replay.fake import FakeModel, FakeModelTransport
-from replay.scenario import Scenario
+from replay.fake.model import FakeModel, FakeModelTransport
+from replay.fake.scenario import Scenario
 from tests.engine.compact.builders import (
     Conversation,
     frozen_copy,

@@ -11,8 +11,8 @@ from engine.compact.reactive import reactive_compact, strip_media
 from engine.deps import QueryDeps
 from engine.model import AnthropicModel
 from engine.settings import EngineSettings
-from replay.fake import FakeModel, FakeModelTransport
-from replay.scenario import Scenario
+from replay.fake.model import FakeModel, FakeModelTransport
+from replay.fake.scenario import Scenario
 from tests.engine.compact.builders import (
     Conversation,
     document,

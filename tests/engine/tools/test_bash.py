@@ -91,8 +91,6 @@ async def test_the_sessions_variables_and_the_offline_proxies_reach_the_command(
     assert result == ToolResult("test http://127.0.0.1:9 http://127.0.0.1:9 [] []")
 
 
-
-
 async def test_offline_a_request_to_a_remote_host_goes_to_the_closed_proxy_and_is_refused(
     ctx: ToolUseContext,
 ) -> None:

@@ -69,9 +69,7 @@ async def test_a_path_over_4096_bytes_is_refused_with_its_length_only(
 
     block = session.tool_results()["toolu_big"]
     assert block["is_error"] is True
-    assert block["content"] == (
-        f"InputValidationError: {field} is 5,000 bytes long; paths are limited to 4,096 bytes."
-    )
+    assert block["content"] == (f"InputValidationError: {field} is 5,000 bytes long; paths are limited to 4,096 bytes.")
 
 
 def test_the_path_limit_counts_utf8_bytes_not_characters() -> None:

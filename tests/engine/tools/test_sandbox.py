@@ -28,10 +28,10 @@ import pytest
 
 from engine import EngineSettings
 from engine.tools import ToolUseContext
-from replay.runner import run_bundle
-from replay.scenario import Scenario
-from replay.session import SessionSpec, load_bundle, record_bundle, replay_bundle
-from replay.session_options import SessionOptions
+from replay.fake.scenario import Scenario
+from replay.schema.options import SessionOptions
+from replay.session.bundle import SessionSpec, load_bundle, record_bundle, replay_bundle
+from replay.session.runner import run_bundle
 from tests.engine.tools.network_probe import FETCH_COMMAND
 
 OUTSIDE = "Path '{}' is outside the workspace; tools may only touch files inside it."

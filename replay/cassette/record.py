@@ -1,0 +1,365 @@
+"""Recording sessions into cassettes through vcrpy's ``httpx2`` patching (DESIGN §4.2).
+
+``CassetteRecorder`` hands out an ``httpx2.AsyncClient`` for the engine's ``AnthropicModel``.
+Depending on the record mode, its requests are answered from the cassette, or sent for real
+(to the API, or to the local fake server) while vcrpy captures them, secrets scrubbed before
+anything is kept. vcrpy cannot keep a response whose body breaks off (it saves nothing when the
+read fails), so the recorder watches the bytes below vcrpy as well: a connection dropped
+mid-body, or one that never answered, is recorded as a fault and replays as the same fault. The
+cassette is written once, atomically, when the recorder closes.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx2
+import vcr
+from vcr.request import Request as VcrRequest
+
+from replay.cassette._io import load_cassette, save_cassette
+from replay.cassette._model import Cassette, CassetteError
+from replay.cassette._vcr import interactions_from_vcr
+from replay.cassette.fingerprints import Normalizer, fingerprint
+from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
+from replay.cassette.placeholders import path_replacements, replace_paths
+from replay.cassette.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
+from replay.cassette.transport import (
+    CassetteMismatchError,
+    CassettePlayer,
+    CassetteTransport,
+    LoggedRequest,
+    replay_response,
+    request_path,
+)
+from replay.storage.stale_folders import ScratchKind, scratch_prefix
+
+__all__ = ["CassetteNotFoundError", "CassetteRecorder", "RecordMode", "RecordModeError", "parse_record_mode"]
+
+FAULT_KEY = "x_agent_replay_fault"
+
+
+class RecordMode(StrEnum):
+    """When requests go to the network (vcrpy's modes, by the same names)."""
+
+    NONE = "none"  # never: every request must be in the cassette
+    ONCE = "once"  # record a cassette that does not exist yet; otherwise like none
+    NEW_EPISODES = "new_episodes"  # answer what is recorded, record what is not
+    ALL = "all"  # record everything anew
+
+
+class RecordModeError(ValueError):
+    """A record mode name that is not one of the four."""
+
+
+class CassetteNotFoundError(FileNotFoundError):
+    """Record mode ``none`` (or a replay) with no cassette to read."""
+
+
+def parse_record_mode(value: str | RecordMode) -> RecordMode:
+    """The ``RecordMode`` named ``value``; a clear error for anything else."""
+    try:
+        return RecordMode(value)
+    except ValueError:
+        names = ", ".join(mode.value for mode in RecordMode)
+        raise RecordModeError(f"Record mode {value!r} is not one of {names}.") from None
+
+
+@dataclass
+class _Capture:
+    """What arrived below vcrpy for the request in flight."""
+
+    status: int | None = None
+    reason: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytearray = field(default_factory=bytearray)
+
+
+_CAPTURE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("agent_replay_capture", default=None)
+
+
+class CassetteRecorder:
+    """A cassette opened for a session: ``with CassetteRecorder(path, mode=...) as recorder:``
+    then ``recorder.async_client()`` for the model. On close, what was recorded is saved."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        mode: RecordMode | str = RecordMode.NONE,
+        workspace: Path | None = None,
+        session_dir: Path | None = None,
+        strict: bool = False,
+        stored_base_url: tuple[str, str] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        # (actual, stored): e.g. the loopback fake server's URL, whose port changes on every run,
+        # saved as a fixed name so a re-recording is byte-identical.
+        self.stored_base_url = stored_base_url
+        self.mode = parse_record_mode(mode)
+        self.workspace, self.session_dir = workspace, session_dir
+        self.strict = strict
+        self.player: CassettePlayer | None = None
+        self._existing: Cassette | None = None
+        self._vcr_context: Any = None
+        self._vcr_cassette: Any = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._collected: dict[str, Any] | None = None
+        self._clients: list[httpx2.AsyncClient] = []
+        # Every request of the session in order, answered from the cassette or recorded.
+        self.request_log: list[LoggedRequest] = []
+
+    @property
+    def recording(self) -> bool:
+        """Whether requests not in the cassette go to the network."""
+        return self._vcr_cassette is not None
+
+    def __enter__(self) -> CassetteRecorder:
+        exists = self.path.exists()
+        if self.mode is RecordMode.NONE and not exists:
+            raise CassetteNotFoundError(
+                f"Cassette {self.path} does not exist and record mode is 'none', which never touches the network; "
+                "record it first with record mode 'once' or 'all'."
+            )
+        if exists and self.mode is not RecordMode.ALL:
+            self._existing = load_cassette(self.path)
+            self.player = CassettePlayer.from_cassette(
+                self._existing, workspace=self.workspace, session_dir=self.session_dir, strict=self.strict
+            )
+            if self.mode is not RecordMode.NEW_EPISODES:
+                self.request_log = self.player.log
+        if self.mode is RecordMode.NEW_EPISODES or self.mode is RecordMode.ALL or not exists:
+            self._start_vcr()
+        return self
+
+    def _start_vcr(self) -> None:
+        # vcrpy patches httpx2 and captures each interaction; the file itself is ours to write
+        # (atomically, in our format), so vcrpy's persister only hands the interactions over.
+        self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RECORD))
+        my_vcr = vcr.VCR(
+            record_mode="all",
+            before_record_request=scrub_vcr_request,
+            before_record_response=scrub_vcr_response,
+            decode_compressed_response=True,
+        )
+        my_vcr.register_persister(_HandOver(self))
+        self._vcr_context = my_vcr.use_cassette(str(Path(self._scratch.name) / "scratch.yaml"))
+        self._vcr_cassette = self._vcr_context.__enter__()
+
+    def async_client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        """An ``httpx2.AsyncClient`` for ``AnthropicModel(http_client=...)``."""
+        transport: httpx2.AsyncBaseTransport
+        if self.recording:
+            transport = RecordingTransport(
+                self.player,
+                self._vcr_cassette,
+                normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
+                log=self.request_log,
+            )
+        else:
+            assert self.player is not None
+            transport = CassetteTransport(self.player)
+        client = httpx2.AsyncClient(transport=transport, **kwargs)
+        self._clients.append(client)
+        return client
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # Whatever happened in the session, what was recorded is kept.
+        if self._vcr_context is not None:
+            self._vcr_context.__exit__(exc_type, exc, tb)
+            self._vcr_context = None
+            self._save()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+        if exc_type is None and self.player is not None and not self.recording:
+            self.player.finish()
+
+    def _save(self) -> None:
+        collected = self._collected or {"requests": [], "responses": []}
+        recorded = interactions_from_vcr(collected["requests"], collected["responses"])
+        if not recorded and self.mode is not RecordMode.ALL:
+            return
+        kept: list[Interaction] = []
+        recorded_paths: dict[str, str] = {}
+        if self.mode is RecordMode.NEW_EPISODES and self._existing is not None:
+            kept = list(self._existing.interactions)
+            recorded_paths = dict(self._existing.recorded_paths)
+        replacements = path_replacements(workspace=self.workspace, session_dir=self.session_dir)
+        recorded = [self._stored_uri(replace_paths(interaction, replacements)) for interaction in recorded]
+        try:
+            save_cassette(Cassette(interactions=[*kept, *recorded], recorded_paths=recorded_paths), self.path)
+        except CassetteError as err:
+            raise err.for_source(str(self.path)) from None
+
+    def _stored_uri(self, interaction: Interaction) -> Interaction:
+        if self.stored_base_url is None:
+            return interaction
+        actual, stored = (base.rstrip("/") for base in self.stored_base_url)
+        uri = interaction.request.uri
+        if not uri.startswith(actual):
+            return interaction
+        request = dataclasses.replace(interaction.request, uri=stored + uri[len(actual) :])
+        return Interaction(request, interaction.response)
+
+    def unplayed(self) -> list[int]:
+        return self.player.unplayed() if self.player is not None else []
+
+
+class _HandOver:
+    """A vcrpy persister that writes nothing: it hands the recorded interactions to the recorder."""
+
+    def __init__(self, recorder: CassetteRecorder) -> None:
+        self._recorder = recorder
+
+    def load_cassette(self, cassette_path: str, serializer: Any) -> Any:
+        from vcr.persisters.filesystem import CassetteNotFoundError as VcrNotFound
+
+        raise VcrNotFound(cassette_path)
+
+    def save_cassette(self, cassette_path: str, cassette_dict: dict[str, Any], serializer: Any) -> None:
+        self._recorder._collected = cassette_dict
+
+
+class RecordingTransport(httpx2.AsyncBaseTransport):
+    """Answers from the cassette what it can (``new_episodes``) and sends the rest over real
+    HTTP, where vcrpy records it; faults below vcrpy are recorded here."""
+
+    def __init__(
+        self,
+        player: CassettePlayer | None,
+        vcr_cassette: Any,
+        inner: httpx2.AsyncHTTPTransport | None = None,
+        *,
+        normalizer: Normalizer | None = None,
+        log: list[LoggedRequest] | None = None,
+    ) -> None:
+        self.player = player
+        self._normalizer = normalizer or Normalizer()
+        self.log: list[LoggedRequest] = log if log is not None else []
+        self._vcr_cassette = vcr_cassette
+        self.inner = inner or httpx2.AsyncHTTPTransport()
+        self.inner._pool = _CapturingPool(self.inner._pool)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        path = request_path(request)
+        if self.player is not None:
+            try:
+                interaction = self.player.match(request.method, path, body)
+            except CassetteMismatchError:
+                pass  # a new episode: record it
+            else:
+                self.log.append(self.player.log[-1])
+                return replay_response(interaction, request, sync=False)
+        key = fingerprint(request.method, path, _parse_json(scrub_bytes(body)), normalizer=self._normalizer)
+        self.log.append(LoggedRequest(path, key))
+        capture = _Capture()
+        token = _CAPTURE.set(capture)
+        try:
+            return await self.inner.handle_async_request(request)
+        except httpx2.TransportError as exc:
+            if capture.status is None:
+                self._record_fault(request, body, capture, {"kind": "connection_failed"})
+                raise
+            events = parse_sse(bytes(capture.body)) if _is_event_stream(capture.headers) else None
+            if events is not None:
+                fault = {"kind": "dropped_connection", "after_events": len(events)}
+                chunks = [encode_sse_event(e) for e in events]
+            else:
+                fault = {"kind": "dropped_connection", "after_bytes": len(capture.body)}
+                chunks = [bytes(capture.body)] if capture.body else []
+            self._record_fault(request, body, capture, fault)
+            # The live session sees exactly what its replay will: what arrived, then the drop.
+            return httpx2.Response(
+                capture.status,
+                headers=capture.headers,
+                stream=_BrokenStream(chunks, exc),
+                request=request,
+            )
+        finally:
+            _CAPTURE.reset(token)
+
+    def _record_fault(self, request: httpx2.Request, body: bytes, capture: _Capture, fault: dict[str, Any]) -> None:
+        headers: dict[str, list[str]] = {}
+        for name, value in capture.headers:
+            headers.setdefault(name, []).append(value)
+        response = {
+            "status": {"code": capture.status or 0, "message": capture.reason},
+            "headers": headers,
+            "body": {"string": bytes(capture.body)},
+            FAULT_KEY: fault,
+        }
+        vcr_request = VcrRequest(request.method, str(request.url), body, dict(request.headers))
+        self._vcr_cassette.append(vcr_request, response)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _CapturingPool:
+    """Wraps httpcore's connection pool to keep a copy of each response's bytes as they arrive."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    async def handle_async_request(self, request: Any) -> Any:
+        response = await self._pool.handle_async_request(request)
+        capture = _CAPTURE.get()
+        if capture is not None:
+            capture.status = response.status
+            capture.reason = (response.extensions.get("reason_phrase") or b"").decode("ascii", "replace")
+            capture.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers]
+            response.stream = _CapturingStream(response.stream, capture)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+
+class _CapturingStream:
+    def __init__(self, stream: Any, capture: _Capture) -> None:
+        self._stream, self._capture = stream, capture
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            self._capture.body.extend(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        if hasattr(self._stream, "aclose"):
+            await self._stream.aclose()
+
+
+class _BrokenStream(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes], error: Exception) -> None:
+        self._chunks, self._error = chunks, error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+        raise self._error
+
+
+def _parse_json(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
+
+
+def _is_event_stream(headers: list[tuple[str, str]]) -> bool:
+    return any(k.lower() == "content-type" and "text/event-stream" in v for k, v in headers)

@@ -1,0 +1,411 @@
+"""Secrets never reach disk: scrubbing before a cassette is written, and scanning after.
+
+What is dropped, what is redacted, and why:
+
+- Secret headers (`SECRET_HEADERS`: credentials, cookies, the organization id) are dropped from
+  requests and responses.
+- Volatile request headers (`x-stainless-*`, ``user-agent``, ``host``, ``content-length``, ...)
+  vary by machine, attempt and SDK version and never take part in matching (DESIGN §2), so they
+  are dropped too: a re-recorded cassette then differs only where the conversation did.
+- Volatile response headers (``date``, ``content-length``, ``transfer-encoding``, ``cf-*``,
+  ``x-envoy-*``, ``server-timing``, ``via``, ``alt-svc``, ...) are dropped for the same reason.
+  ``anthropic-ratelimit-*`` (remaining counts and reset timestamps of the recording account) are
+  dropped as well: they change on every recording, neither the SDK nor the engine reads them,
+  and a fake 429 carries ``retry-after``, which is kept. ``request-id``, ``retry-after``,
+  ``x-should-retry`` and ``content-type`` are kept: the SDK reads them.
+- Every text that is kept (bodies, SSE data, URLs, header values) goes through the one
+  redaction pass of `replay.redact.redactor`: the recording environment's credentials and whatever the
+  detect-secrets plugins find become ``[REDACTED:<kind>]`` placeholders.
+
+A request body scrubbed here is what a cassette stores and fingerprints, so a replay transport
+must scrub an incoming request the same way (`scrub_request`) before fingerprinting it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
+from replay.redact.redactor import SecretKind, current_redactor
+
+try:  # Either package provides the same module API.
+    import brotli as _brotli
+except ImportError:  # pragma: no cover - depends on the environment
+    try:
+        import brotlicffi as _brotli  # type: ignore[no-redef]
+    except ImportError:
+        _brotli = None
+
+__all__ = [
+    "REDACTED",
+    "SECRET_HEADERS",
+    "VOLATILE_REQUEST_HEADERS",
+    "VOLATILE_REQUEST_HEADER_PREFIXES",
+    "VOLATILE_RESPONSE_HEADERS",
+    "VOLATILE_RESPONSE_HEADER_PREFIXES",
+    "ContentEncodingError",
+    "Finding",
+    "SecretKind",
+    "decode_content_encoding",
+    "find_secrets",
+    "keeps_request_header",
+    "keeps_response_header",
+    "scrub_bytes",
+    "scrub_interaction",
+    "scrub_request",
+    "scrub_response",
+    "scrub_sse_events",
+    "scrub_text",
+    "scrub_value",
+    "scrub_vcr_request",
+    "scrub_vcr_response",
+]
+
+REDACTED: Final = "REDACTED"
+
+SECRET_HEADERS: Final = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "cookie",
+        "set-cookie",
+        "anthropic-organization-id",
+    }
+)
+VOLATILE_REQUEST_HEADERS: Final = frozenset(
+    {
+        "user-agent",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "traceparent",
+        "tracestate",
+        "connection",
+        "idempotency-key",
+    }
+)
+VOLATILE_REQUEST_HEADER_PREFIXES: Final = ("x-stainless-",)
+VOLATILE_RESPONSE_HEADERS: Final = frozenset(
+    {
+        "date",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "server",
+        "server-timing",
+        "via",
+        "alt-svc",
+        "strict-transport-security",
+        "x-robots-tag",
+    }
+)
+VOLATILE_RESPONSE_HEADER_PREFIXES: Final = ("cf-", "x-envoy-", "anthropic-ratelimit-")
+
+# A header name used as a key at the start of a line: YAML (`authorization:`, `- cookie:`),
+# JSON (`"authorization": [`) or a raw HTTP dump (`Authorization: Bearer ...`).
+_HEADER_LINE = re.compile(
+    r"""^\s*(?:-\s*)?["']?(?P<name>authorization|proxy-authorization|x-api-key|anthropic-organization-id|"""
+    r"""cookie|set-cookie)["']?\s*:(?P<value>.*)$""",
+    re.IGNORECASE,
+)
+
+
+class ContentEncodingError(ValueError):
+    """A compressed body cannot be decoded (corrupt, or its codec is not installed)."""
+
+    def __init__(self, problem: str, remedy: str) -> None:
+        super().__init__(f"{problem}; {remedy}")
+        self.problem = problem
+        self.remedy = remedy
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A secret left in a text: where (1-based line and column) and what kind. The secret itself
+    is not repeated, so a report can be printed safely."""
+
+    line: int
+    column: int
+    kind: SecretKind
+
+
+# ---------------------------------------------------------------------------------------------
+# Texts and values
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every secret (`replay.redact.redactor`) replaced by its placeholder."""
+    return current_redactor().redact_text(text)
+
+
+def scrub_bytes(data: bytes) -> bytes:
+    """``data`` with every secret replaced, for bodies that are not text."""
+    return current_redactor().redact_bytes(data)
+
+
+def scrub_value(value: Any) -> Any:
+    """A JSON value with every string (keys too) scrubbed: a copy, or the value itself when it
+    holds nothing to scrub."""
+    return current_redactor().redact_value(value)
+
+
+def find_secrets(text: str, *, binary: bool = False) -> list[Finding]:
+    """Every secret left in ``text`` (a saved cassette, say), in reading order: what the
+    redaction pass finds, and secret header lines (``authorization: ...``) not yet redacted."""
+    findings = {
+        Finding(line, column, detection.kind)
+        for line, column, detection in current_redactor().locate(text, binary=binary)
+    }
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER_LINE.match(line)
+        if header is not None and not _is_redacted(header.group("value")):
+            kind = SecretKind.COOKIE if "cookie" in header.group("name").lower() else SecretKind.AUTH_HEADER
+            findings.add(Finding(number, header.start("name") + 1, kind))
+    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
+
+
+def _is_redacted(value: str) -> bool:
+    # An empty value (or a bare `[`) means the value is on the next lines: YAML and JSON lists.
+    value = value.strip().strip("[],'\"").strip()
+    return bool(value) and (value.endswith(REDACTED) or value.startswith("REDACTED:"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Headers
+
+
+def keeps_request_header(name: str) -> bool:
+    """Whether a request header may be stored: neither secret nor volatile."""
+    lowered = name.lower()
+    return (
+        lowered not in SECRET_HEADERS
+        and lowered not in VOLATILE_REQUEST_HEADERS
+        and not lowered.startswith(VOLATILE_REQUEST_HEADER_PREFIXES)
+    )
+
+
+def keeps_response_header(name: str) -> bool:
+    """Whether a response header may be stored: neither secret nor volatile."""
+    lowered = name.lower()
+    return (
+        lowered not in SECRET_HEADERS
+        and lowered not in VOLATILE_RESPONSE_HEADERS
+        and not lowered.startswith(VOLATILE_RESPONSE_HEADER_PREFIXES)
+    )
+
+
+def _scrub_headers(headers: Mapping[str, str], *, keep: Callable[[str], bool]) -> dict[str, str]:
+    return {name: scrub_text(value) for name, value in headers.items() if keep(name)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Interactions
+
+
+def scrub_request(request: RecordedRequest) -> RecordedRequest:
+    """The request as a cassette stores it: secret and volatile headers gone, texts scrubbed."""
+    return replace(
+        request,
+        uri=scrub_text(request.uri),
+        headers=_scrub_headers(request.headers, keep=keeps_request_header),
+        body=scrub_value(request.body),
+    )
+
+
+def scrub_response(response: RecordedResponse) -> RecordedResponse:
+    """The response as a cassette stores it: secret and volatile headers gone, body scrubbed."""
+    body: Any = response.body
+    if response.kind is BodyKind.SSE:
+        body = scrub_sse_events(response.body)
+    elif response.kind in (BodyKind.JSON, BodyKind.TEXT):
+        body = scrub_value(response.body)
+    elif response.kind is BodyKind.BINARY:
+        body = base64.b64encode(scrub_bytes(base64.b64decode(response.body))).decode("ascii")
+    return replace(response, headers=_scrub_headers(response.headers, keep=keeps_response_header), body=body)
+
+
+# The streamed field of each delta type: a content block's text arrives in pieces.
+_DELTA_FIELDS: Final = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+
+
+def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
+    """A stream's events scrubbed. A content block's deltas are redacted as one text (a secret
+    may be split across two deltas), keeping one delta per event, so the answer the SDK puts
+    together is the answer redacted whole, as the next request (which carries it) is; every
+    other value of an event is scrubbed on its own."""
+    streams: dict[tuple[Any, str], list[int]] = {}
+    for position, event in enumerate(events):
+        delta_field = _delta_field(event.data)
+        if delta_field is not None:
+            streams.setdefault((event.data.get("index"), delta_field), []).append(position)
+    pieces: dict[int, str] = {}
+    for (_, delta_field), positions in streams.items():
+        texts = [events[p].data["delta"][delta_field] for p in positions]
+        pieces.update(zip(positions, current_redactor().redact_pieces(texts), strict=True))
+    scrubbed = []
+    for position, event in enumerate(events):
+        if position not in pieces:
+            scrubbed.append(SseEvent(event.event, scrub_value(event.data)))
+            continue
+        delta_field = _delta_field(event.data)
+        assert delta_field is not None
+        delta = {k: v if k == delta_field else scrub_value(v) for k, v in event.data["delta"].items()}
+        delta[delta_field] = pieces[position]
+        data = {k: delta if k == "delta" else scrub_value(v) for k, v in event.data.items()}
+        scrubbed.append(SseEvent(event.event, data))
+    return scrubbed
+
+
+def _delta_field(data: Any) -> str | None:
+    if not isinstance(data, Mapping) or data.get("type") != "content_block_delta":
+        return None
+    delta = data.get("delta")
+    if not isinstance(delta, Mapping):
+        return None
+    delta_field = _DELTA_FIELDS.get(str(delta.get("type")))
+    return delta_field if delta_field is not None and isinstance(delta.get(delta_field), str) else None
+
+
+def scrub_interaction(interaction: Interaction) -> Interaction:
+    """Both halves scrubbed; the input is not changed."""
+    return Interaction(scrub_request(interaction.request), scrub_response(interaction.response))
+
+
+# ---------------------------------------------------------------------------------------------
+# vcrpy hooks (before_record_request / before_record_response)
+
+
+def scrub_vcr_request(request: Any) -> Any:
+    """A scrubbed copy of a ``vcr.request.Request``; usable as vcrpy's ``before_record_request``."""
+    scrubbed = copy.copy(request)
+    scrubbed.uri = scrub_text(request.uri)
+    scrubbed.headers = {
+        name: scrub_text(value) for name, value in request.headers.items() if keeps_request_header(name)
+    }
+    # httpx (the only client recorded here) gives bytes; file-like and iterator bodies of other
+    # clients are left to vcrpy's own filters.
+    body = request.body
+    if isinstance(body, (bytes, str)):
+        scrubbed.body = _scrub_raw(body.encode("utf-8") if isinstance(body, str) else body)
+    return scrubbed
+
+
+def scrub_vcr_response(response: dict[str, Any]) -> dict[str, Any]:
+    """A scrubbed copy of a vcrpy response dict (``headers: {name: [values]}``, ``body:
+    {"string": bytes}``); usable as vcrpy's ``before_record_response``. A compressed body is
+    decoded first (a key inside gzip bytes cannot be found), and its content-encoding dropped."""
+    scrubbed = dict(response)
+    headers: dict[str, list[str]] = {name: list(_as_list(values)) for name, values in response["headers"].items()}
+    body = (response.get("body") or {}).get("string")
+    encoding = _pop_header(headers, "content-encoding")
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    if encoding and isinstance(body, bytes):
+        body = decode_content_encoding(body, ", ".join(encoding))
+        _pop_header(headers, "content-length")
+    elif encoding:
+        headers["content-encoding"] = encoding
+    scrubbed["headers"] = {
+        name: [scrub_text(v) for v in values] for name, values in headers.items() if keeps_response_header(name)
+    }
+    streamed = any("event-stream" in v.lower() for k, vs in headers.items() if k.lower() == "content-type" for v in vs)
+    if body is not None and not streamed:
+        scrubbed["body"] = {**response["body"], "string": _scrub_raw(body)}
+    elif body is not None:
+        # A stream is redacted by the cassette writer (`scrub_sse_events`), a content block's
+        # deltas as one text: redacting each raw event alone would miss a secret split across
+        # two and redact pieces the whole answer does not have. This body stays in memory.
+        scrubbed["body"] = {**response["body"], "string": body}
+    return scrubbed
+
+
+def _scrub_raw(body: bytes) -> bytes:
+    try:
+        return scrub_text(body.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        return scrub_bytes(body)
+
+
+def _as_list(values: str | Iterable[str]) -> list[str]:
+    return [values] if isinstance(values, str) else list(values)
+
+
+def _pop_header(headers: dict[str, list[str]], name: str) -> list[str]:
+    for key in [k for k in headers if k.lower() == name]:
+        return headers.pop(key)
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Content encodings
+
+
+def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
+    """``body`` with its content-encoding (``gzip``, ``deflate``, ``br``, or a list of them)
+    undone. A body that is evidently not compressed (vcrpy may already have decoded it) is
+    returned as it is. Raises `ContentEncodingError` for corrupt data or an unknown codec."""
+    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    for coding in reversed(codings):
+        if coding == "identity":
+            continue
+        if coding in ("gzip", "x-gzip"):
+            if body[:2] == b"\x1f\x8b":
+                body = _bounded(body, zlib.MAX_WBITS | 16, "gzip")
+        elif coding == "deflate":
+            body = _inflate(body)
+        elif coding == "br":
+            if _brotli is None:
+                raise ContentEncodingError(
+                    "its body is brotli-compressed and the 'brotli' package is not installed",
+                    "install it (pip install brotli) to read this cassette",
+                )
+            try:
+                body = _brotli.decompress(body)
+            except _brotli.error:
+                pass  # Not brotli data: vcrpy's decode_compressed_response decoded it already.
+        else:
+            raise ContentEncodingError(
+                f"its body uses the content-encoding {coding!r}, which cannot be decoded",
+                "record it again without that encoding",
+            )
+    return body
+
+
+def _inflate(body: bytes) -> bytes:
+    for wbits in (zlib.MAX_WBITS, -zlib.MAX_WBITS):
+        try:
+            return _bounded(body, wbits, "deflate")
+        except ContentEncodingError as err:
+            if "too large" in str(err):
+                raise
+            continue
+    return body
+
+
+# A compressed body may not expand past this: a small file must not become a memory bomb.
+MAX_DECODED_BODY_BYTES = 256 * 1024 * 1024
+
+
+def _bounded(body: bytes, wbits: int, name: str) -> bytes:
+    """Decompress at most ``MAX_DECODED_BODY_BYTES``; a larger body is refused, not inflated."""
+    decompressor = zlib.decompressobj(wbits)
+    try:
+        data = decompressor.decompress(body, MAX_DECODED_BODY_BYTES)
+    except zlib.error as err:
+        raise ContentEncodingError(f"its {name} body is corrupt ({err})", "re-record it") from None
+    if not decompressor.eof and not decompressor.unconsumed_tail:
+        raise ContentEncodingError(f"its {name} body is corrupt (the compressed data ends early)", "re-record it")
+    if decompressor.unconsumed_tail:
+        raise ContentEncodingError(
+            f"its {name} body decompresses to more than {MAX_DECODED_BODY_BYTES // (1024 * 1024)} MiB (too large)",
+            "refuse it: a recorded answer is never that big",
+        )
+    return data

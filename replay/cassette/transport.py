@@ -1,0 +1,307 @@
+"""``CassetteTransport``: replay a cassette through ``httpx2``, so the SDK and the engine run
+unchanged (DESIGN §4.3).
+
+Each request is fingerprinted (``replay.cassette.fingerprints``) and looked up in a hash index: identical
+fingerprints play in recorded order, so a retried request gets the next recorded answer, and
+the lookup costs the same whatever the cassette's size. Responses are handed to the SDK as a
+stream, one chunk per event, and recorded faults happen again at the same place. A request that
+matches nothing raises ``CassetteMismatchError``, which names the request, shows the nearest
+recorded ones with a diff, and says how to re-record.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from replay.cassette._model import Cassette
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint
+from replay.cassette.interaction import FaultKind, Interaction, RecordedResponse
+from replay.cassette.jsondiff import differing_paths
+from replay.cassette.scrub import scrub_bytes
+
+__all__ = [
+    "DROPPED_CONNECTION_MESSAGE",
+    "RERECORD_HINT",
+    "CassetteMismatchError",
+    "CassettePlayer",
+    "CassetteTransport",
+    "LoggedRequest",
+    "SyncCassetteTransport",
+    "UnplayedInteractionsError",
+    "replay_response",
+    "request_path",
+]
+
+DROPPED_CONNECTION_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
+RERECORD_HINT = (
+    'To re-record, run the session again with record mode "new_episodes" (keeps what matches and records the '
+    'rest) or "all" (records everything anew), e.g. `pytest --record-mode=new_episodes` or `replay record`.'
+)
+_NEAREST = 3
+_DIFF_LINES = 40
+
+
+class CassetteMismatchError(Exception):
+    """A request that no recorded interaction answers."""
+
+
+class UnplayedInteractionsError(Exception):
+    """Strict mode: recorded interactions that no request asked for."""
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """A request the transport saw, in order: its path, its fingerprint, and whether the
+    cassette answered it (the behaviour trace lists these per pass)."""
+
+    path: str
+    fingerprint: str
+    matched: bool = True
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    index: int
+    fingerprint: str
+    interaction: Interaction
+
+
+class CassettePlayer:
+    """The matching core shared by the async and sync transports."""
+
+    def __init__(
+        self,
+        interactions: Sequence[Interaction],
+        *,
+        name: str = "<cassette>",
+        fingerprints: Sequence[str] | None = None,
+        recorded_normalizer: Normalizer | None = None,
+        normalizer: Normalizer | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.name = name
+        self.strict = strict
+        self._normalizer = normalizer or Normalizer()
+        if fingerprints is None:
+            recorded_normalizer = recorded_normalizer or Normalizer()
+            fingerprints = [
+                fingerprint(i.request.method, i.request.path, i.request.body, normalizer=recorded_normalizer)
+                for i in interactions
+            ]
+        self._recorded = [
+            _Recorded(index, key, interaction)
+            for index, (key, interaction) in enumerate(zip(fingerprints, interactions, strict=True))
+        ]
+        self._queues: dict[str, deque[_Recorded]] = {}
+        for recorded in self._recorded:
+            self._queues.setdefault(recorded.fingerprint, deque()).append(recorded)
+        self._played = [False] * len(self._recorded)
+        self._requests = 0
+        self.log: list[LoggedRequest] = []
+
+    @classmethod
+    def from_cassette(
+        cls, cassette: Cassette, *, workspace: Path | None = None, session_dir: Path | None = None, strict: bool = False
+    ) -> CassettePlayer:
+        """A player for a loaded cassette: recorded requests are normalized against the folders
+        the recording used, live ones against the folders this run uses."""
+        return cls(
+            cassette.interactions,
+            name=str(cassette.path) if cassette.path else "<cassette>",
+            fingerprints=cassette.fingerprints(),
+            normalizer=Normalizer.for_paths(workspace=workspace, session_dir=session_dir),
+            strict=strict,
+        )
+
+    def match(self, method: str, path: str, body: bytes) -> Interaction:
+        """The next recorded interaction for this request; ``CassetteMismatchError`` if none."""
+        self._requests += 1
+        # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
+        parsed = _parse_body(scrub_bytes(body))
+        key = fingerprint(method, path, parsed, normalizer=self._normalizer)
+        queue = self._queues.get(key)
+        if not queue:
+            self.log.append(LoggedRequest(path, key, matched=False))
+            raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
+        self.log.append(LoggedRequest(path, key))
+        recorded = queue.popleft()
+        self._played[recorded.index] = True
+        return recorded.interaction
+
+    def fingerprint_of(self, method: str, path: str, body: bytes) -> str:
+        """The fingerprint this player gives a live request."""
+        return fingerprint(method, path, _parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+
+    def unplayed(self) -> list[int]:
+        """Indexes of the recorded interactions no request has asked for yet."""
+        return [index for index, played in enumerate(self._played) if not played]
+
+    def finish(self) -> list[int]:
+        """Report the unplayed interactions; in strict mode, fail on them."""
+        unplayed = self.unplayed()
+        if unplayed and self.strict:
+            listed = ", ".join(f"#{i + 1} {self._describe(self._recorded[i].interaction)}" for i in unplayed[:5])
+            more = f" and {len(unplayed) - 5} more" if len(unplayed) > 5 else ""
+            raise UnplayedInteractionsError(
+                f"{len(unplayed)} recorded interaction(s) in {self.name} were never requested: {listed}{more}. "
+                "The session made fewer calls than when it was recorded; if that is intended, re-record it."
+            )
+        return unplayed
+
+    def _miss_message(self, method: str, path: str, body: Any, key: str) -> str:
+        lines = [
+            f"No recorded interaction matches request {self._requests}: {method} {path} "
+            f"(fingerprint {key[:12]}) in {self.name}."
+        ]
+        nearest = self._nearest(method, path, body)
+        if not nearest:
+            lines.append(f"The cassette has no {method} {path} request at all ({len(self._recorded)} interactions).")
+        else:
+            lines.append("Nearest recorded requests:")
+            live_text = _pretty(self._normalizer.body(body))
+            for recorded in nearest:
+                played = "played" if self._played[recorded.index] else "not played yet"
+                recorded_body = recorded.interaction.request.body
+                recorded_text = _pretty(Normalizer().body(recorded_body))
+                paths = differing_paths(recorded_body, body)
+                where = f" — differs at {', '.join(paths)}" if paths else " — differs only in normalized text"
+                lines.append(f"  #{recorded.index + 1} {self._describe(recorded.interaction)} ({played}){where}")
+                diff = list(
+                    difflib.unified_diff(
+                        recorded_text.splitlines(),
+                        live_text.splitlines(),
+                        fromfile=f"recorded #{recorded.index + 1}",
+                        tofile=f"request {self._requests}",
+                        lineterm="",
+                        n=1,
+                    )
+                )
+                if len(diff) > _DIFF_LINES:
+                    diff = [*diff[:_DIFF_LINES], f"... ({len(diff) - _DIFF_LINES} more diff lines)"]
+                lines.extend(f"    {line}" for line in diff)
+        lines.append(RERECORD_HINT)
+        return "\n".join(lines)
+
+    def _nearest(self, method: str, path: str, body: Any) -> list[_Recorded]:
+        candidates = [
+            r for r in self._recorded if r.interaction.request.method == method and r.interaction.request.path == path
+        ]
+        if not candidates:
+            return []
+        # The next unplayed request is what the session most likely meant; then the closest
+        # by how much of the body differs (cheap to compute on any cassette size).
+        first_unplayed = next((r for r in candidates if not self._played[r.index]), None)
+        size = len(canonical_json(body)) if body is not None else 0
+        ranked = sorted(
+            candidates[:500],
+            key=lambda r: (
+                len(differing_paths(r.interaction.request.body, body, limit=50)),
+                abs(len(canonical_json(r.interaction.request.body)) - size),
+            ),
+        )
+        chosen = [first_unplayed] if first_unplayed is not None else []
+        for recorded in ranked:
+            if len(chosen) >= _NEAREST:
+                break
+            if recorded not in chosen:
+                chosen.append(recorded)
+        return chosen
+
+    @staticmethod
+    def _describe(interaction: Interaction) -> str:
+        request = interaction.request
+        summary = ""
+        if isinstance(request.body, dict) and isinstance(request.body.get("messages"), list):
+            summary = f", {len(request.body['messages'])} messages"
+        return f"{request.method} {request.path}{summary}"
+
+
+def replay_response(interaction: Interaction, request: httpx2.Request, *, sync: bool) -> httpx2.Response:
+    """The recorded response as an ``httpx2.Response`` streaming its body (faults included)."""
+    response = interaction.response
+    fault = response.fault
+    if fault is not None and fault.kind is FaultKind.CONNECTION_FAILED:
+        raise httpx2.ConnectError("Recorded connection failure: the request never got a response.", request=request)
+    headers = [(name, value) for name, value in response.headers.items() if name.lower() != "content-length"]
+    stream: httpx2.SyncByteStream | httpx2.AsyncByteStream = (
+        _SyncReplayStream(response, request) if sync else _AsyncReplayStream(response, request)
+    )
+    return httpx2.Response(response.status, headers=headers, stream=stream, request=request)
+
+
+class CassetteTransport(httpx2.AsyncBaseTransport):
+    """An ``httpx2`` transport that answers from a cassette and never touches the network."""
+
+    def __init__(self, player: CassettePlayer) -> None:
+        self.player = player
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        interaction = self.player.match(request.method, request_path(request), body)
+        return replay_response(interaction, request, sync=False)
+
+
+class SyncCassetteTransport(httpx2.BaseTransport):
+    """The synchronous twin of ``CassetteTransport``."""
+
+    def __init__(self, player: CassettePlayer) -> None:
+        self.player = player
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        interaction = self.player.match(request.method, request_path(request), body)
+        return replay_response(interaction, request, sync=True)
+
+
+class _AsyncReplayStream(httpx2.AsyncByteStream):
+    def __init__(self, response: RecordedResponse, request: httpx2.Request) -> None:
+        self._response, self._request = response, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._response.chunks():
+            yield chunk
+        _raise_fault(self._response, self._request)
+
+
+class _SyncReplayStream(httpx2.SyncByteStream):
+    def __init__(self, response: RecordedResponse, request: httpx2.Request) -> None:
+        self._response, self._request = response, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._response.chunks()
+        _raise_fault(self._response, self._request)
+
+
+def _raise_fault(response: RecordedResponse, request: httpx2.Request) -> None:
+    if response.fault is not None and response.fault.kind is FaultKind.DROPPED_CONNECTION:
+        raise httpx2.RemoteProtocolError(DROPPED_CONNECTION_MESSAGE, request=request)
+
+
+def request_path(request: httpx2.Request) -> str:
+    """The request's path and query, as fingerprints use it."""
+    query = request.url.query.decode("ascii") if request.url.query else ""
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def _parse_body(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
+
+
+def _pretty(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return text

@@ -1,0 +1,5 @@
+"""``python -m replay.cli``: the same command line as ``replay``."""
+
+from replay.cli.app import app
+
+app()

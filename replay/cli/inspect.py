@@ -1,0 +1,126 @@
+"""``replay show``, ``replay diff`` and ``replay coverage``: read what bundles recorded."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.cli.common import DEFAULT_BUNDLES, DRIFT, OK, bad_input, fail
+from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
+from replay.session.library_coverage import coverage as coverage_of
+from replay.session.library_coverage import render_table
+from replay.trace.behaviour import BehaviourTrace, render_mermaid, render_text
+from replay.trace.diff import diff_paths, load_trace_file
+
+__all__ = ["TraceFormat", "coverage", "diff", "show"]
+
+
+class TraceFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    MERMAID = "mermaid"
+
+
+def show(
+    session: Annotated[Path, typer.Argument(help="A bundle folder or a trace.json file.", show_default=False)],
+    output_format: Annotated[
+        TraceFormat,
+        typer.Option("--format", "-f", help="text (the snapshot format), json, or mermaid (a state diagram)."),
+    ] = TraceFormat.TEXT,
+) -> None:
+    """Print the behaviour recorded in a bundle: per prompt and per pass, what the loop did.
+
+    The text form is what snapshots store; json is the full model; mermaid draws the passes as
+    a state diagram to paste into a README or a pull request (inside a ```mermaid block).
+
+    Examples:
+
+        replay show cassettes/fix-todo
+        replay show cassettes/fix-todo --format mermaid
+
+    Exit codes: 0 shown, 2 bad input (no such bundle, or one without trace.json).
+    """
+    with bad_input():
+        trace = _load_trace(session)
+    if output_format is TraceFormat.JSON:
+        typer.echo(trace.dumps(), nl=False)
+    elif output_format is TraceFormat.MERMAID:
+        typer.echo(render_mermaid(trace), nl=False)
+    else:
+        typer.echo(render_text(trace), nl=False)
+
+
+def _load_trace(path: Path) -> BehaviourTrace:
+    if path.is_dir():
+        if not (path / SESSION_FILE).is_file():
+            raise BundleError(f"{path} is a folder without {SESSION_FILE}, so it is not a bundle.")
+        trace = load_bundle(path).recorded_trace()
+        if trace is None:
+            raise BundleError(f"Bundle {path} has no trace.json; write one with `replay run --update {path}`.")
+        return trace
+    return load_trace_file(path)
+
+
+def diff(
+    a: Annotated[Path, typer.Argument(help="The 'before' side: a bundle, a trace.json or a transcript.jsonl.")],
+    b: Annotated[Path, typer.Argument(help="The 'after' side, of the same kind as A.")],
+) -> None:
+    """Show what changed between two bundles, two traces or two transcripts, in the loop's terms.
+
+    A transition that no longer fires, a compaction boundary that moved, a request fingerprint
+    that changed (and, between bundles, which field of the request changed it), tools called
+    or batched differently, a different terminal. Between bundles, session.json differences
+    (settings, tools, seed) come first.
+
+    Examples:
+
+        replay diff cassettes/fix-todo cassettes/fix-todo-v2
+        replay diff old/trace.json new/trace.json
+
+    Exit codes: 0 no difference, 1 different, 2 bad input.
+    """
+    with bad_input():
+        lines = diff_paths(a, b)
+    if not lines:
+        typer.echo(f"No differences between {a} and {b}.")
+        raise typer.Exit(OK)
+    typer.echo(f"What changed from {a} to {b}:")
+    for line in lines:
+        typer.echo(f"  {line}")
+    raise typer.Exit(DRIFT)
+
+
+def coverage(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Folders to search for bundles.", show_default="cassettes"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the coverage as JSON instead of a table.")] = False,
+) -> None:
+    """Tabulate which transitions, terminals, compaction tiers and fault kinds the bundles
+    exercise, and which none does.
+
+    Transitions, terminals, compactions, retries, fallbacks and withheld errors are read from
+    each bundle's trace.json; HTTP error statuses, dropped or failed connections and mid-stream
+    error events from its cassette.
+
+    Examples:
+
+        replay coverage
+        replay coverage cassettes --json
+
+    Exit codes: 0 shown, 2 bad input (no bundles, or one that cannot be read).
+    """
+    roots = paths or [DEFAULT_BUNDLES]
+    with bad_input():
+        report = coverage_of(roots)
+    if not report.bundles:
+        fail(f"No bundles below {', '.join(map(str, roots))} (a bundle is a folder holding session.json).")
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(render_table(report), nl=False)

@@ -1,0 +1,163 @@
+"""``replay record`` and ``replay serve``: make new bundles, and serve the fake model."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine import EngineSettings
+from replay.cli.common import bad_input, count, fail, say_waiting
+from replay.cli.signals import cleanup_on_sigterm
+from replay.fake.model import FakeModel
+from replay.fake.scenario import load_scenario
+from replay.fake.server import FakeModelServer
+from replay.session.bundle import SESSION_FILE, WORKSPACE_DIR, record_bundle
+
+__all__ = ["record", "serve"]
+
+API_KEY_VARIABLE = "ANTHROPIC_API_KEY"
+
+
+def record(
+    out: Annotated[
+        Path, typer.Option("--out", help="The bundle folder to write (replaced if it is already a bundle).")
+    ],
+    scenario: Annotated[
+        Path | None, typer.Option("--scenario", help="A scenario YAML file scripting the fake model's answers.")
+    ] = None,
+    prompts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--prompt",
+            help="A prompt to submit, as the user would type it (at least one); repeat it for several, sent in order.",
+        ),
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            help="The folder the tools start from (copied into the bundle). Default: workspace/ beside the "
+            "scenario file if there is one, else an empty folder.",
+            show_default=False,
+        ),
+    ] = None,
+    live: Annotated[
+        bool, typer.Option("--live", help=f"Record against the real Anthropic API (needs {API_KEY_VARIABLE}).")
+    ] = False,
+    model: Annotated[str | None, typer.Option("--model", help="The model to ask (default: the engine's).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="The API's base URL for --live (default: the SDK's).")
+    ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            help="If another process is writing the bundle, wait up to this many seconds for it "
+            "(default: exit 2 at once, naming that process).",
+            min=0,
+        ),
+    ] = 0.0,
+) -> None:
+    """Record a session into a bundle: against the fake model (a scenario) or live.
+
+    With --scenario the fake model is served on loopback and the session goes through real HTTP,
+    exactly as a live recording does, with no key and no network. With --live the prompts go to
+    the real API; the key is read from ANTHROPIC_API_KEY and never written to the bundle.
+
+    Examples:
+
+        replay record --scenario cassettes/demo/scenario.yaml --prompt "Review notes.md" --out cassettes/review
+        replay record --live --prompt "List the files" --out cassettes/live-ls --model claude-sonnet-4-5
+
+    Exit codes: 0 recorded, 2 bad input (a missing key, a broken scenario, an --out folder that is not a bundle,
+    a bundle another process is writing).
+    """
+    if live and scenario is not None:
+        fail("Give either --scenario (the fake model) or --live (the real API), not both.")
+    if not live and scenario is None:
+        fail("replay record needs --scenario FILE (record against the fake model) or --live (against the real API).")
+    if not prompts:
+        fail(
+            "replay record needs at least one --prompt TEXT: the scenario scripts the model's answers, "
+            "the prompts are what the user says."
+        )
+    api_key = os.environ.get(API_KEY_VARIABLE) if live else None
+    if live and not api_key:
+        fail(f"A live recording needs an API key: set {API_KEY_VARIABLE} (export {API_KEY_VARIABLE}=sk-ant-...).")
+    if out.exists() and not (out / SESSION_FILE).is_file() and (not out.is_dir() or any(out.iterdir())):
+        fail(f"{out} exists and is not a bundle; refusing to replace it. Choose a new --out folder.")
+    if workspace is None and scenario is not None and (scenario.parent / WORKSPACE_DIR).is_dir():
+        workspace = scenario.parent / WORKSPACE_DIR
+    settings = EngineSettings(model=model) if model else EngineSettings()
+    with cleanup_on_sigterm(), bad_input():
+        bundle = asyncio.run(
+            record_bundle(
+                out,
+                prompts=prompts,
+                scenario=scenario,
+                workspace=workspace,
+                settings=settings,
+                api_key=api_key,
+                base_url=base_url,
+                wait=wait,
+                on_wait=say_waiting(out),
+            )
+        )
+        trace = bundle.recorded_trace()
+    passes = sum(len(p.passes) for p in trace.prompts) if trace is not None else 0
+    terminals = ", ".join(str(p.terminal) for p in trace.prompts) if trace is not None else "?"
+    noun = "terminal" if len(prompts) == 1 else "terminals"
+    typer.echo(f"Recorded {out}: {count(len(prompts), 'prompt')}, {count(passes, 'pass')}, {noun} {terminals}.")
+    typer.echo(f"Replay it offline with: replay run {out}")
+
+
+def serve(
+    scenario: Annotated[Path, typer.Option("--scenario", help="A scenario YAML file scripting the fake model.")],
+    host: Annotated[str, typer.Option("--host", help="A loopback address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port to listen on; 0 picks a free one.")] = 0,
+) -> None:
+    """Serve the fake model over HTTP on loopback, in the foreground, until Ctrl-C.
+
+    Any Messages API client can talk to it: the n-th POST /v1/messages gets the n-th scripted
+    turn (streamed or not), POST /v1/messages/count_tokens is answered too, and any API key is
+    accepted.
+
+    Examples:
+
+        replay serve --scenario cassettes/demo/scenario.yaml --port 8765
+        ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-ant-fake python my_agent.py
+
+    Exit codes: 0 stopped with Ctrl-C, 2 bad input (a broken scenario, a host that is not loopback).
+    """
+    if not _is_loopback(host):
+        fail(
+            f"--host must be a loopback address (127.0.0.1, ::1 or localhost), not {host!r}: "
+            "the fake model checks no key."
+        )
+    with bad_input():
+        loaded = load_scenario(scenario)
+        server = FakeModelServer(FakeModel(loaded), host=host, port=port)
+
+    def ready(url: str) -> None:
+        typer.echo(f"Serving the fake model ({len(loaded.turns)} scripted turns from {scenario}) at {url}")
+        typer.echo(f"Point a client at it with ANTHROPIC_BASE_URL={url} (any API key works). Ctrl-C stops it.")
+
+    try:
+        with bad_input():
+            asyncio.run(server.serve_forever(on_ready=ready))
+    except KeyboardInterrupt:
+        typer.echo("Stopped.")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,215 @@
+"""``replay run`` and ``replay verify``: re-execute recorded bundles and judge them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from replay.cassette import CassetteError
+from replay.cli.common import (
+    BAD_INPUT,
+    DEFAULT_BUNDLES,
+    DRIFT,
+    OK,
+    bad_input,
+    count,
+    describe_error,
+    fail,
+    one_line,
+    say_waiting,
+)
+from replay.cli.signals import cleanup_on_sigterm
+from replay.fake.blocks import ScenarioError
+from replay.session.bundle import BundleError
+from replay.session.rerecord import rerecord_bundle
+from replay.session.runner import RunReport, run_bundle
+from replay.session.verify import BundleSummary, exit_code, find_bundles, start_workers, verify_bundles
+from replay.storage.atomic import FileWriteError
+
+__all__ = ["run", "verify"]
+
+
+def run(
+    sessions: Annotated[list[Path], typer.Argument(help="Bundle folders to re-execute.", show_default=False)],
+    update: Annotated[
+        bool,
+        typer.Option(
+            "--update",
+            help="Accept the new behaviour: rewrite transcript.jsonl, trace.json and trace.txt of a drifted bundle "
+            "(only when its cassette still answers every request).",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON report per bundle instead of text.")] = False,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            help="If another process is writing a bundle to --update, wait up to this many seconds for it "
+            "(default: exit 2 at once, naming that process).",
+            min=0,
+        ),
+    ] = 0.0,
+) -> None:
+    """Re-execute recorded sessions offline and check the loop still does what it did.
+
+    Each bundle's prompts go to a fresh engine wired to its cassette, with the tools really
+    running in a temp copy of its workspace; the new transcript and behaviour trace are
+    compared with the recorded ones and any difference is told in the loop's terms.
+
+    Examples:
+
+        replay run cassettes/fix-todo
+        replay run cassettes/* --json
+
+    Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (a missing or corrupt bundle, or
+    one another process is writing while --update would rewrite it).
+    """
+    code = OK
+    reports: list[dict[str, object]] = []
+    for session in sessions:
+        try:
+            with cleanup_on_sigterm():
+                report = asyncio.run(run_bundle(session, update=update, wait=wait, on_wait=say_waiting(session)))
+        except (BundleError, CassetteError, FileWriteError, ScenarioError, OSError) as exc:
+            typer.echo(f"error: {one_line(describe_error(exc))}", err=True)
+            reports.append({"bundle": str(session), "verdict": "error", "error": one_line(describe_error(exc))})
+            code = BAD_INPUT
+            continue
+        reports.append(report.to_json())
+        if not report.matched and not report.updated and code == OK:
+            code = DRIFT
+        if not as_json:
+            _print_report(report)
+    if as_json:
+        typer.echo(json.dumps(reports, indent=2, ensure_ascii=False))
+    raise typer.Exit(code)
+
+
+def _print_report(report: RunReport) -> None:
+    passes = sum(len(p.passes) for p in report.trace.prompts) if report.trace is not None else 0
+    if report.updated:
+        typer.echo(f"UPDATED {report.bundle}: the new behaviour is recorded ({len(report.differences)} difference(s)).")
+    else:
+        verdict = "MATCH" if report.matched else "DRIFT"
+        typer.echo(f"{verdict} {report.bundle} ({count(passes, 'pass')}, {report.seconds:.1f} s)")
+    for line in report.differences:
+        typer.echo(f"  {line}")
+
+
+def verify(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Folders to search for bundles (folders holding session.json).", show_default="cassettes"),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="How many bundles to re-execute at once, each in its own process.")
+    ] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON instead of a table.")] = False,
+    rerecord: Annotated[
+        bool,
+        typer.Option(
+            "--rerecord",
+            help="Instead of replaying, record each bundle again from its scenario.yaml and check that every "
+            "file comes out byte-identical (the record path is deterministic).",
+        ),
+    ] = False,
+) -> None:
+    """Re-execute every bundle below some folders, with a progress bar and a summary table.
+
+    A bundle is any folder holding session.json; the search does not enter a bundle or a
+    hidden folder. Each bundle is judged as `replay run` judges it.
+
+    Examples:
+
+        replay verify                        # every bundle below cassettes/
+        replay verify cassettes tests/sessions --jobs 4
+        replay verify --rerecord             # record the library again; every file must be identical
+
+    Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (no bundles, or one that cannot be read).
+    """
+    with bad_input():
+        if jobs < 1:
+            raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
+        roots = paths or [DEFAULT_BUNDLES]
+        bundles = find_bundles(roots)
+    if not bundles:
+        fail(
+            f"No bundles below {', '.join(map(str, roots))} (a bundle is a folder holding session.json); "
+            "record one with `replay record`."
+        )
+    if rerecord:
+        with cleanup_on_sigterm():
+            _rerecord_all(bundles)
+    progress = Progress(
+        TextColumn("verifying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    pool = start_workers(jobs, len(bundles))  # before the progress bar's thread starts
+    try:
+        with cleanup_on_sigterm(), progress:
+            task = progress.add_task("", total=len(bundles))
+
+            def done(summary: BundleSummary) -> None:
+                progress.update(task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}")
+
+            summaries = verify_bundles(bundles, jobs=jobs, pool=pool, on_done=done)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if as_json:
+        typer.echo(json.dumps([s.to_json() for s in summaries], indent=2, ensure_ascii=False))
+    else:
+        _print_summaries(summaries)
+    for summary in summaries:
+        if summary.error is not None:
+            typer.echo(f"error: {one_line(summary.error)}", err=True)
+    raise typer.Exit(exit_code(summaries))
+
+
+def _rerecord_all(bundles: list[Path]) -> None:
+    """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
+    changed = 0
+    for bundle in bundles:
+        with bad_input():
+            report = asyncio.run(rerecord_bundle(bundle))
+        if report.identical:
+            typer.echo(f"IDENTICAL {bundle}")
+        else:
+            changed += 1
+            typer.echo(f"CHANGED   {bundle}: {', '.join(report.differing)}")
+    typer.echo(f"{len(bundles)} bundle(s) re-recorded: {len(bundles) - changed} identical, {changed} changed.")
+    raise typer.Exit(1 if changed else 0)
+
+
+def _print_summaries(summaries: list[BundleSummary]) -> None:
+    table = Table(title=None, show_edge=False)
+    table.add_column("bundle", overflow="fold")
+    table.add_column("verdict")
+    table.add_column("passes", justify="right")
+    table.add_column("requests", justify="right")
+    table.add_column("seconds", justify="right")
+    for s in summaries:
+        table.add_row(s.bundle, s.verdict.upper(), str(s.passes), str(s.requests), f"{s.seconds:.2f}")
+    console = Console(soft_wrap=False)
+    console.print(table)
+    counts = {verdict: sum(s.verdict == verdict for s in summaries) for verdict in ("match", "drift", "error")}
+    typer.echo(
+        f"{len(summaries)} bundle(s): {counts['match']} match, {counts['drift']} drift, {counts['error']} error."
+    )
+    for s in summaries:
+        if s.differences:
+            typer.echo(f"\nDRIFT {s.bundle}:")
+            for line in s.differences:
+                typer.echo(f"  {line}")

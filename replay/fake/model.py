@@ -1,0 +1,337 @@
+"""The deterministic fake model: a scenario played as byte-exact Messages API responses.
+
+`FakeModel.respond` is the HTTP-framework-free core (method, path, headers, body in; status,
+headers and body chunks out). `FakeModelTransport` and `SyncFakeModelTransport` serve it to an
+`httpx2` client in-process, so the real `anthropic` SDK does all the parsing.
+
+Exceptions::
+
+    FakeModelError              anything the fake model cannot answer
+    └── ScenarioExhaustedError  a request arrived after the script's last turn
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final, assert_never
+
+import httpx2
+
+from replay.fake.blocks import ToolUseBlock, Turn
+from replay.fake.faults import DropConnection, ErrorType, HttpError, MalformedEvent, StreamError
+from replay.fake.scenario import Scenario
+from replay.fake.sse import (
+    SseEvent,
+    encode_sse,
+    error_body,
+    render_message_events,
+    render_message_json,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DROPPED_CONNECTION_MESSAGE",
+    "FakeModel",
+    "FakeModelError",
+    "FakeModelTransport",
+    "FakeResponse",
+    "ReceivedRequest",
+    "Route",
+    "ScenarioExhaustedError",
+    "SyncFakeModelTransport",
+]
+
+DEFAULT_MODEL: Final = "claude-sonnet-4-6"
+SSE_CONTENT_TYPE: Final = "text/event-stream; charset=utf-8"
+JSON_CONTENT_TYPE: Final = "application/json"
+# The exact words httpcore gives the SDK when a server closes a chunked body early.
+DROPPED_CONNECTION_MESSAGE: Final = (
+    "peer closed connection without sending complete message body (incomplete chunked read)"
+)
+_LAST_USER_TEXT_LIMIT: Final = 200
+
+
+class Route(StrEnum):
+    """The API paths the fake model serves (all with POST)."""
+
+    MESSAGES = "/v1/messages"
+    COUNT_TOKENS = "/v1/messages/count_tokens"
+
+
+class FakeModelError(Exception):
+    """The fake model cannot answer a request."""
+
+
+class ScenarioExhaustedError(FakeModelError):
+    """A POST /v1/messages arrived after the scenario's last scripted turn."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FakeResponse:
+    """A framework-free response: for SSE one event per chunk; `drop_after` drops the connection after the chunks."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: list[bytes] = field(default_factory=list)
+    drop_after: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedRequest:
+    """A request the fake model received; `json` is the parsed body, or None when it is not JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any
+
+
+class FakeModel:
+    """Plays a scenario: the n-th POST /v1/messages gets the n-th turn; count_tokens consumes none."""
+
+    def __init__(self, scenario: Scenario, *, model_name_default: str = DEFAULT_MODEL) -> None:
+        self.scenario = scenario
+        self.model_name_default = model_name_default
+        self.requests: list[ReceivedRequest] = []
+        self._message_requests = 0
+        # The loopback server may call respond from several threads; turns must stay in order.
+        self._lock = threading.Lock()
+
+    @property
+    def turns_played(self) -> int:
+        """How many scripted turns have been served."""
+        return min(self._message_requests, len(self.scenario.turns))
+
+    @property
+    def turns_remaining(self) -> int:
+        """How many scripted turns no request has reached yet."""
+        return len(self.scenario.turns) - self.turns_played
+
+    def respond(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> FakeResponse:
+        """Answer one HTTP request; raises ScenarioExhaustedError when the script has no turn left."""
+        with self._lock:
+            parsed = _parse_json(body)
+            self.requests.append(
+                ReceivedRequest(
+                    method=method,
+                    path=path,
+                    headers={key.lower(): value for key, value in headers.items()},
+                    body=body,
+                    json=parsed,
+                )
+            )
+            request_id = f"req_fake_{len(self.requests):04d}"
+            route = path.split("?", 1)[0]
+            if method.upper() == "POST" and route == Route.COUNT_TOKENS:
+                return _json_response(200, {"input_tokens": len(body) // 4}, request_id=request_id)
+            if method.upper() == "POST" and route == Route.MESSAGES:
+                if not isinstance(parsed, dict):
+                    message = "The request body is not a JSON object."
+                    return _error_response(400, ErrorType.INVALID_REQUEST_ERROR, message, request_id=request_id)
+                return self._play_next_turn(parsed, body, request_id=request_id)
+            message = (
+                f"Not Found: the fake model serves POST {Route.MESSAGES} and POST {Route.COUNT_TOKENS}, "
+                f"not {method} {path}."
+            )
+            return _error_response(404, ErrorType.NOT_FOUND_ERROR, message, request_id=request_id)
+
+    def _play_next_turn(self, request: dict[str, Any], body: bytes, *, request_id: str) -> FakeResponse:
+        self._message_requests += 1
+        number = self._message_requests
+        if number > len(self.scenario.turns):
+            raise ScenarioExhaustedError(self._exhausted_message(number, request))
+        turn = self.scenario.turns[number - 1]
+        streaming = request.get("stream") is True
+        render = _Renderer(
+            message_id=f"msg_fake_{number:04d}",
+            model=self._model_name(request),
+            input_tokens=len(body) // 4,
+            tool_id_prefix=f"toolu_fake_{number:04d}",
+        )
+        match turn:
+            case HttpError(status=status, error_type=error_type, message=message, headers=extra):
+                return _error_response(status, error_type, message, request_id=request_id, extra_headers=extra)
+            case StreamError(content=content, after_events=after, error_type=error_type, message=message):
+                if not streaming:
+                    status = 529 if error_type is ErrorType.OVERLOADED_ERROR else 500
+                    return _error_response(status, error_type, message, request_id=request_id)
+                chunks = render.event_chunks(Turn(content=content))[:after]
+                chunks.append(encode_sse(SseEvent.ERROR, error_body(error_type, message)))
+                return _sse_response(chunks, request_id=request_id)
+            case MalformedEvent(content=content, after_events=after):
+                if not streaming:
+                    return FakeResponse(
+                        status=200,
+                        headers=_headers(JSON_CONTENT_TYPE, request_id),
+                        chunks=[b'{"type": "message", "content": [not json'],
+                    )
+                chunks = render.event_chunks(Turn(content=content))[:after]
+                chunks.append(b"event: content_block_delta\ndata: {not json\n\n")
+                return _sse_response(chunks, request_id=request_id)
+            case DropConnection(content=content, after_events=after):
+                if not streaming:
+                    return FakeResponse(status=200, headers=_headers(JSON_CONTENT_TYPE, request_id), drop_after=True)
+                chunks = render.event_chunks(Turn(content=content))[:after]
+                return _sse_response(chunks, request_id=request_id, drop_after=True)
+            case Turn():
+                if streaming:
+                    return _sse_response(render.event_chunks(turn), request_id=request_id)
+                return _json_response(200, render.message_json(turn), request_id=request_id)
+        assert_never(turn)
+
+    def _model_name(self, request: Mapping[str, Any]) -> str:
+        requested = request.get("model")
+        return self.scenario.model or (requested if isinstance(requested, str) else self.model_name_default)
+
+    def _exhausted_message(self, number: int, request: Mapping[str, Any]) -> str:
+        count = len(self.scenario.turns)
+        script = f"The scenario {self.scenario.name!r}" if self.scenario.name else "The scenario"
+        return (
+            f"{script} has {count} turn{'' if count == 1 else 's'}, but request {number} to POST {Route.MESSAGES} "
+            f"had no scripted turn (last user message: {_last_user_text(request)!r}); "
+            f"add a turn to the scenario for it."
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Renderer:
+    """Renders one request's turn with its deterministic ids and estimated input tokens."""
+
+    message_id: str
+    model: str
+    input_tokens: int
+    tool_id_prefix: str
+
+    def event_chunks(self, turn: Turn) -> list[bytes]:
+        resolved = self._resolve(turn)
+        events = render_message_events(
+            resolved, message_id=self.message_id, model=self.model, input_tokens=self.input_tokens
+        )
+        return [encode_sse(event, data) for event, data in events]
+
+    def message_json(self, turn: Turn) -> dict[str, Any]:
+        return render_message_json(
+            self._resolve(turn), message_id=self.message_id, model=self.model, input_tokens=self.input_tokens
+        )
+
+    def _resolve(self, turn: Turn) -> Turn:
+        content = tuple(
+            dataclasses.replace(block, id=f"{self.tool_id_prefix}_{index}")
+            if isinstance(block, ToolUseBlock) and block.id is None
+            else block
+            for index, block in enumerate(turn.content)
+        )
+        return dataclasses.replace(turn, content=content)
+
+
+class FakeModelTransport(httpx2.AsyncBaseTransport):
+    """An async httpx2 transport that answers every request from a FakeModel."""
+
+    def __init__(self, fake_model: FakeModel) -> None:
+        self.fake_model = fake_model
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        answer = self.fake_model.respond(request.method, request.url.raw_path.decode("ascii"), request.headers, body)
+        return httpx2.Response(answer.status, headers=answer.headers, stream=_AsyncChunks(answer), request=request)
+
+
+class SyncFakeModelTransport(httpx2.BaseTransport):
+    """A sync httpx2 transport that answers every request from a FakeModel."""
+
+    def __init__(self, fake_model: FakeModel) -> None:
+        self.fake_model = fake_model
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        answer = self.fake_model.respond(request.method, request.url.raw_path.decode("ascii"), request.headers, body)
+        return httpx2.Response(answer.status, headers=answer.headers, stream=_SyncChunks(answer), request=request)
+
+
+class _AsyncChunks(httpx2.AsyncByteStream):
+    def __init__(self, answer: FakeResponse) -> None:
+        self._answer = answer
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._answer.chunks:
+            yield chunk
+        if self._answer.drop_after:
+            raise httpx2.RemoteProtocolError(DROPPED_CONNECTION_MESSAGE)
+
+
+class _SyncChunks(httpx2.SyncByteStream):
+    def __init__(self, answer: FakeResponse) -> None:
+        self._answer = answer
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._answer.chunks
+        if self._answer.drop_after:
+            raise httpx2.RemoteProtocolError(DROPPED_CONNECTION_MESSAGE)
+
+
+def _headers(content_type: str, request_id: str, extra: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    return [("content-type", content_type), ("request-id", request_id), *(extra or {}).items()]
+
+
+def _json_response(
+    status: int, data: Mapping[str, Any], *, request_id: str, extra_headers: Mapping[str, str] | None = None
+) -> FakeResponse:
+    chunk = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    return FakeResponse(status=status, headers=_headers(JSON_CONTENT_TYPE, request_id, extra_headers), chunks=[chunk])
+
+
+def _error_response(
+    status: int, error_type: ErrorType, message: str, *, request_id: str, extra_headers: Mapping[str, str] | None = None
+) -> FakeResponse:
+    return _json_response(status, error_body(error_type, message), request_id=request_id, extra_headers=extra_headers)
+
+
+def _sse_response(chunks: list[bytes], *, request_id: str, drop_after: bool = False) -> FakeResponse:
+    return FakeResponse(
+        status=200, headers=_headers(SSE_CONTENT_TYPE, request_id), chunks=chunks, drop_after=drop_after
+    )
+
+
+def _parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:  # includes UnicodeDecodeError
+        return None
+
+
+def _last_user_text(request: Mapping[str, Any]) -> str:
+    """The text of the request's last user message, shortened, so a user sees where the script ran out."""
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return "(no messages)"
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = _content_text(message.get("content"))
+            if len(text) > _LAST_USER_TEXT_LIMIT:
+                return text[:_LAST_USER_TEXT_LIMIT] + "…"
+            return text
+    return "(no user message)"
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_result":
+            parts.append(f"[tool_result {block.get('tool_use_id')}] {_content_text(block.get('content'))}".rstrip())
+        else:
+            parts.append(f"[{block.get('type')}]")
+    return " ".join(parts)

@@ -1,0 +1,31 @@
+"""Session bundles, the folders that hold a recorded session: recording and replaying them
+(`bundle`), re-executing one against its recording (`runner`), re-recording (`rerecord`),
+checking a whole library (`verify`), the library's coverage of the loop (`library_coverage`),
+scrubbing bundles (`scrub_files`), swapping a rewritten bundle into place (`bundle_swap`), and
+the demo (`demo`).
+
+May import: `replay.trace`, `replay.cassette`, `replay.fake`, `replay.schema`, `replay.redact`,
+`replay.storage`, `engine`.
+"""
+
+from __future__ import annotations
+
+from replay.lazy_exports import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Bundle": "bundle",
+        "BundleError": "bundle",
+        "SessionRun": "bundle",
+        "SessionSpec": "bundle",
+        "load_bundle": "bundle",
+        "record_bundle": "bundle",
+        "replay_bundle": "bundle",
+        "coverage": "library_coverage",
+        "CoverageReport": "library_coverage",
+        "run_bundle": "runner",
+        "RunReport": "runner",
+        "Verdict": "runner",
+    },
+)

@@ -1,0 +1,152 @@
+"""Re-executing every bundle below some folders (``replay verify``), in one process or several.
+
+A bundle is a folder holding ``session.json``. Each bundle is judged by ``run_bundle`` and
+summed up in a small picklable record, so worker processes can send it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.cassette import CassetteError
+from replay.session.bundle import SESSION_FILE, BundleError
+from replay.session.runner import run_bundle
+from replay.storage.atomic import FileWriteError
+
+__all__ = ["BundleSummary", "exit_code", "find_bundles", "verify_bundle", "verify_bundles"]
+
+MATCH, DRIFT, ERROR = "match", "drift", "error"
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    """One bundle's verdict: ``match``, ``drift`` or ``error`` (a bundle that cannot be read)."""
+
+    bundle: str
+    verdict: str
+    passes: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    differences: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
+
+
+def find_bundles(paths: Iterable[Path]) -> list[Path]:
+    """Every bundle at or below ``paths``, sorted, each once. A bundle's own folders (its
+    workspace) are not searched, nor hidden folders (a recording in progress).
+    ``FileNotFoundError`` for a path that does not exist."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist.")
+        if not path.is_dir():
+            raise BundleError(f"{path} is not a folder; give a bundle folder or a folder of bundles.")
+        found.update(dict.fromkeys(_walk(path)))
+    return sorted(found)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    if (folder / SESSION_FILE).is_file():
+        yield folder
+        return
+    for child in sorted(folder.iterdir()):
+        if child.is_dir() and not child.name.startswith(".") and not child.is_symlink():
+            yield from _walk(child)
+
+
+def verify_bundle(path: str | Path) -> BundleSummary:
+    """Re-execute one bundle and sum it up; bad input becomes an ``error`` summary. A module
+    function, so a worker process can run it."""
+    started = time.perf_counter()
+    try:
+        report = asyncio.run(run_bundle(Path(path)))
+    except (BundleError, CassetteError, FileWriteError, OSError) as exc:
+        return BundleSummary(str(path), ERROR, seconds=time.perf_counter() - started, error=str(exc))
+    trace = report.trace
+    passes = sum(len(p.passes) for p in trace.prompts) if trace is not None else 0
+    requests = sum(len(p.requests) for _, p in trace.passes()) if trace is not None else 0
+    return BundleSummary(
+        str(path),
+        MATCH if report.matched else DRIFT,
+        passes=passes,
+        requests=requests,
+        seconds=report.seconds,
+        differences=list(report.differences),
+    )
+
+
+def start_workers(jobs: int, bundles: int) -> ProcessPoolExecutor | None:
+    """A warm pool of ``jobs`` worker processes, or None when one process is enough. Call it
+    before starting any thread (a progress bar): on Linux the workers are forked, so they
+    inherit every loaded module instead of importing the SDK and the engine again, and forking
+    a process that runs other threads is not safe."""
+    if jobs < 1:
+        raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
+    if jobs == 1 or bundles < 2:
+        return None
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    workers = min(jobs, bundles)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    # Start every worker now, while this process has no other thread.
+    for future in [pool.submit(os.getpid) for _ in range(workers)]:
+        future.result()
+    return pool
+
+
+def verify_bundles(
+    bundles: Sequence[Path],
+    *,
+    jobs: int = 1,
+    pool: ProcessPoolExecutor | None = None,
+    on_done: Callable[[BundleSummary], None] | None = None,
+) -> list[BundleSummary]:
+    """Verify ``bundles``, in ``pool``'s worker processes if given (else ``jobs`` at a time);
+    the summaries come back in the order of ``bundles``, ``on_done`` is told of each as it ends."""
+    summaries: dict[str, BundleSummary] = {}
+    own_pool = pool is None
+    if pool is None:
+        pool = start_workers(jobs, len(bundles))
+    if pool is None:
+        for bundle in bundles:
+            summaries[str(bundle)] = summary = verify_bundle(bundle)
+            if on_done is not None:
+                on_done(summary)
+        return [summaries[str(b)] for b in bundles]
+    try:
+        # The biggest cassettes first, so one long session does not finish alone at the end.
+        ordered = sorted(bundles, key=_weight, reverse=True)
+        futures: list[Future[BundleSummary]] = [pool.submit(verify_bundle, str(b)) for b in ordered]
+        for future in as_completed(futures):
+            summary = future.result()
+            summaries[summary.bundle] = summary
+            if on_done is not None:
+                on_done(summary)
+    finally:
+        if own_pool:
+            pool.shutdown()
+    return [summaries[str(b)] for b in bundles]
+
+
+def _weight(bundle: Path) -> int:
+    try:
+        return (Path(bundle) / "cassette.yaml").stat().st_size
+    except OSError:
+        return 0
+
+
+def exit_code(summaries: Iterable[BundleSummary]) -> int:
+    """0 when every bundle matches, 1 on any drift, 2 when any bundle could not be read."""
+    verdicts = {s.verdict for s in summaries}
+    return 2 if ERROR in verdicts else 1 if DRIFT in verdicts else 0

@@ -1,0 +1,23 @@
+"""What the loop did: behaviour traces drawn from a session's events and requests
+(`behaviour`: `BehaviourTrace`, text and mermaid renderings), their differences told in the
+loop's terms (`diff`), and the syrupy extension that snapshot-tests them (`snapshot`).
+
+May import: `replay.cassette`, `engine`.
+"""
+
+from __future__ import annotations
+
+from replay.lazy_exports import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BehaviourTrace": "behaviour",
+        "extract_trace": "behaviour",
+        "render_text": "behaviour",
+        "render_mermaid": "behaviour",
+        "diff_traces": "diff",
+        "diff_bundles": "diff",
+        "TraceSnapshotExtension": "snapshot",
+    },
+)

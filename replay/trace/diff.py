@@ -1,0 +1,535 @@
+"""What changed between two runs, in the loop's terms (DESIGN §4.5): a transition that no
+longer fires, a compaction boundary that moved, a request fingerprint that changed and which
+field of the request changed it, tools called or batched differently, a different terminal.
+
+Every difference is one sentence. ``diff_traces`` compares two behaviour traces,
+``diff_transcripts`` two transcripts (a short unified diff), and ``diff_bundles`` two recorded
+bundles, explaining each changed fingerprint from the request bodies in their cassettes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+from replay.cassette import load_cassette
+from replay.cassette.fingerprints import Normalizer
+from replay.cassette.jsondiff import differing_paths
+from replay.session.bundle import SESSION_FILE, Bundle, BundleError, load_bundle
+from replay.storage.bundle_files import MAX_TRACE_BYTES, MAX_TRANSCRIPT_BYTES, read_capped_text
+from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace
+
+__all__ = [
+    "diff_bundles",
+    "diff_paths",
+    "diff_traces",
+    "diff_transcripts",
+    "explain_fingerprint_change",
+    "load_trace_file",
+]
+
+# Why a fingerprint changed: the fields of the request that differ, from two full fingerprints.
+Explain = Callable[[str, str], list[str]]
+
+_SHORT = 12  # fingerprint characters shown, as in the trace text
+_FINGERPRINT_LINES_PER_PROMPT = 3  # later passes re-send the changed history: summarized
+_TRANSCRIPT_DIFF_LINES = 40
+_LINE_CHARS = 200
+
+
+def diff_traces(a: BehaviourTrace, b: BehaviourTrace, *, explain: Explain | None = None) -> list[str]:
+    """The differences from ``a`` (before) to ``b`` (after), one sentence each; empty when the
+    two traces describe the same behaviour. Passes are aligned by their index in each prompt.
+    ``explain`` (optional) names the request fields behind a changed fingerprint."""
+    lines: list[str] = []
+    if len(a.prompts) != len(b.prompts):
+        lines.append(f"{_count(len(a.prompts), 'prompt')} → {len(b.prompts)} submitted.")
+    lines.extend(_compaction_differences(a, b))
+    for number, (before, after) in enumerate(zip_longest(a.prompts, b.prompts), start=1):
+        if after is None:
+            lines.append(f"prompt {number} ({_quote(before.prompt)}) is no longer submitted.")
+        elif before is None:
+            lines.append(
+                f"prompt {number} ({_quote(after.prompt)}) is new: {_count(len(after.passes), 'pass')}, "
+                f"terminal {after.terminal}."
+            )
+        else:
+            lines.extend(_prompt_differences(number, before, after, explain))
+    return lines
+
+
+def diff_transcripts(a_text: str, b_text: str, *, a_name: str = "recorded", b_name: str = "replayed") -> list[str]:
+    """A short unified diff of two transcripts (JSONL), each record shown as indented JSON so
+    the diff points at the field that changed; at most ~40 lines, with a note when cut."""
+    if a_text == b_text:
+        return []
+    diff = list(
+        difflib.unified_diff(
+            _transcript_lines(a_text), _transcript_lines(b_text), fromfile=a_name, tofile=b_name, lineterm="", n=1
+        )
+    )
+    if not diff:  # the records are equal once pretty-printed: only their layout differs
+        return ["transcript text differs (same records, different layout)."]
+    shown = [_cut(line) for line in diff[:_TRANSCRIPT_DIFF_LINES]]
+    if len(diff) > _TRANSCRIPT_DIFF_LINES:
+        shown.append(f"... ({len(diff) - _TRANSCRIPT_DIFF_LINES} more diff lines)")
+    return [f"transcript differs ({a_name} → {b_name}):", *shown]
+
+
+def explain_fingerprint_change(
+    body_a: Any,
+    body_b: Any,
+    *,
+    normalizer_a: Normalizer | None = None,
+    normalizer_b: Normalizer | None = None,
+    limit: int = 6,
+) -> list[str]:
+    """The JSON fields of a request body that differ once normalized (what the fingerprint
+    sees), e.g. ``["messages[3].content[0].text", "max_tokens"]``."""
+    return differing_paths(_normalized(body_a, normalizer_a), _normalized(body_b, normalizer_b), limit=limit)
+
+
+def diff_bundles(a: Bundle, b: Bundle) -> list[str]:
+    """Two recorded bundles compared: their ``session.json`` (settings, tools, seed), their
+    behaviour traces with each changed fingerprint explained from the cassettes' request
+    bodies, and, when the behaviour is the same, their transcripts."""
+    lines = _session_differences(a, b)
+    trace_a, trace_b = _recorded_trace(a), _recorded_trace(b)
+    trace_lines = diff_traces(trace_a, trace_b, explain=_cassette_explainer(a, b))
+    lines.extend(trace_lines)
+    if not trace_lines:
+        lines.extend(
+            diff_transcripts(
+                a.recorded_transcript(),
+                b.recorded_transcript(),
+                a_name=str(a.transcript_path),
+                b_name=str(b.transcript_path),
+            )
+        )
+    return lines
+
+
+def diff_paths(a: Path, b: Path) -> list[str]:
+    """Compare two bundles (folders with session.json), two traces (``trace.json``) or two
+    transcripts (``.jsonl``). Raises ``BundleError``/``ValueError``/``OSError`` on bad input."""
+    kind_a, kind_b = _kind(a), _kind(b)
+    if kind_a != kind_b:
+        raise ValueError(f"Cannot compare {a} (a {kind_a}) with {b} (a {kind_b}): give two of the same kind.")
+    if kind_a == "bundle":
+        return diff_bundles(load_bundle(a), load_bundle(b))
+    if kind_a == "trace":
+        return diff_traces(load_trace_file(a), load_trace_file(b))
+    texts = [
+        read_capped_text(Path(p), limit=MAX_TRANSCRIPT_BYTES, remedy="check that it is a transcript") for p in (a, b)
+    ]
+    return diff_transcripts(*texts, a_name=str(a), b_name=str(b))
+
+
+def load_trace_file(path: Path) -> BehaviourTrace:
+    """A behaviour trace from a ``trace.json`` file; ``ValueError`` naming the file if it is not one."""
+    text = read_capped_text(Path(path), limit=MAX_TRACE_BYTES, remedy="check that it is a behaviour trace")
+    try:
+        return BehaviourTrace.from_json(json.loads(text))
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be a behaviour trace.") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path} is not a readable behaviour trace ({exc}).") from None
+
+
+# --- prompts and passes ------------------------------------------------------------------------
+
+
+def _prompt_differences(number: int, a: PromptTrace, b: PromptTrace, explain: Explain | None) -> list[str]:
+    lines: list[str] = []
+    if a.prompt != b.prompt:
+        lines.append(f"prompt {number} text changed: {_quote(a.prompt)} → {_quote(b.prompt)}.")
+    if len(a.passes) != len(b.passes):
+        more = "more" if len(b.passes) > len(a.passes) else "fewer"
+        lines.append(f"prompt {number} runs {more} passes: {len(a.passes)} → {len(b.passes)}.")
+    lines.extend(_transition_differences(number, a.passes, b.passes))
+    lines.extend(_fingerprint_differences(number, a.passes, b.passes, explain))
+    for index, (before, after) in enumerate(zip(a.passes, b.passes, strict=False), start=1):
+        lines.extend(f"{_where(number, index, after)}: {line}" for line in _pass_differences(before, after))
+    if a.terminal != b.terminal:
+        lines.append(f"prompt {number} terminal changed: {a.terminal} → {b.terminal}.")
+    return lines
+
+
+def _transition_differences(number: int, a: Sequence[PassTrace], b: Sequence[PassTrace]) -> list[str]:
+    counts_a = Counter(p.transition for p in a if p.transition)
+    counts_b = Counter(p.transition for p in b if p.transition)
+    lines: list[str] = []
+    reported: set[str] = set()
+
+    def gone(transition: str, where: str) -> None:
+        if transition not in reported:
+            reported.add(transition)
+            lines.append(f"transition {transition} no longer fires ({where}).")
+
+    def new(transition: str, where: str) -> None:
+        if transition not in reported:
+            reported.add(transition)
+            lines.append(f"transition {transition} now fires ({where}).")
+
+    for index, (before, after) in enumerate(zip_longest(a, b), start=1):
+        was = before.transition if before is not None else None
+        now = after.transition if after is not None else None
+        if was == now:
+            continue
+        where = _where(number, index, before if after is None else after)
+        explained = False
+        if was and was not in counts_b:
+            gone(was, where)
+            explained = True
+        if now and now not in counts_a:
+            new(now, where)
+            explained = True
+        if not explained and before is not None and after is not None:
+            lines.append(f"{where}: transition {was or 'start'} → {now or 'start'}.")
+    for transition in sorted(set(counts_a) & set(counts_b)):
+        if counts_a[transition] != counts_b[transition]:
+            lines.append(
+                f"transition {transition} fires {_count(counts_b[transition], 'time')} instead of "
+                f"{counts_a[transition]} (prompt {number})."
+            )
+    return lines
+
+
+def _fingerprint_differences(
+    number: int, a: Sequence[PassTrace], b: Sequence[PassTrace], explain: Explain | None
+) -> list[str]:
+    lines: list[str] = []
+    more: list[int] = []
+    for index, (before, after) in enumerate(zip(a, b, strict=False), start=1):
+        was, now = before.fingerprint, after.fingerprint
+        if was == now:
+            continue
+        if len(lines) >= _FINGERPRINT_LINES_PER_PROMPT:
+            more.append(index)
+            continue
+        where = _where(number, index, after)
+        if was is None:
+            lines.append(f"{where}: a request is made now ({now[:_SHORT]}).")
+        elif now is None:
+            lines.append(f"{where}: no request is made any more (was {was[:_SHORT]}).")
+        else:
+            missing = "" if all(r.matched for r in after.requests if r.purpose == "main") else " (not in the cassette)"
+            fields = explain(was, now) if explain is not None else []
+            because = f" because {', '.join(fields)} changed" if fields else ""
+            lines.append(f"{where}: request fingerprint changed {was[:_SHORT]} → {now[:_SHORT]}{missing}{because}.")
+    if more:
+        span = f"pass {more[0]}" if len(more) == 1 else f"passes {more[0]}–{more[-1]}"
+        lines.append(f"prompt {number}: the request fingerprints of {span} changed as well.")
+    return lines
+
+
+def _pass_differences(a: PassTrace, b: PassTrace) -> list[str]:
+    """What differs inside two aligned passes (transitions and fingerprints are told apart)."""
+    lines: list[str] = []
+    summaries_a = [r.fingerprint[:_SHORT] for r in a.requests if r.purpose == "compact"]
+    summaries_b = [r.fingerprint[:_SHORT] for r in b.requests if r.purpose == "compact"]
+    if summaries_a and summaries_b and summaries_a != summaries_b:
+        lines.append(f"compaction summary request changed {', '.join(summaries_a)} → {', '.join(summaries_b)}.")
+    call = _model_call_changes(a.model_call, b.model_call)
+    if call:
+        lines.append(f"model call changed: {'; '.join(call)}.")
+    tools = _tool_change(a, b)
+    if tools:
+        lines.append(tools)
+    for label, items_a, items_b in (
+        ("retries", [_retry(r) for r in a.retries], [_retry(r) for r in b.retries]),
+        ("fallbacks", [_fallback(f) for f in a.fallbacks], [_fallback(f) for f in b.fallbacks]),
+        ("withheld errors", a.withheld, b.withheld),
+        ("hook decisions", [_hook(h) for h in a.hooks], [_hook(h) for h in b.hooks]),
+        ("attachments", a.attachments, b.attachments),
+    ):
+        if items_a != items_b:
+            lines.append(f"{label} changed: {_listing(items_a)} → {_listing(items_b)}.")
+    if a.tombstones != b.tombstones:
+        lines.append(f"tombstones {a.tombstones} → {b.tombstones}.")
+    if a.token_budget != b.token_budget:
+        lines.append(f"token budget decision changed: {_budget(a.token_budget)} → {_budget(b.token_budget)}.")
+    return lines
+
+
+def _model_call_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    changes = []
+    outcome_a, outcome_b = _outcome(a), _outcome(b)
+    if outcome_a != outcome_b:
+        changes.append(f"answer {outcome_a} → {outcome_b}")
+    for key in ("model", "max_tokens"):
+        if a.get(key) != b.get(key) and a and b:
+            changes.append(f"{key} {a.get(key)} → {b.get(key)}")
+    if a.get("stream", True) != b.get("stream", True):
+        changes.append("streamed → not streamed" if a.get("stream", True) else "not streamed → streamed")
+    return changes
+
+
+def _outcome(call: dict[str, Any]) -> str:
+    if call.get("aborted"):
+        return "aborted"
+    return str(call.get("error") or call.get("stop_reason") or "none")
+
+
+def _tool_change(a: PassTrace, b: PassTrace) -> str | None:
+    batches_a, batches_b = _batches(a), _batches(b)
+    if batches_a == batches_b:
+        return None
+    names_a = [name for batch in a.tool_batches for name in batch["tools"]]
+    names_b = [name for batch in b.tool_batches for name in batch["tools"]]
+    if names_a != names_b:
+        what = "tool calls changed"
+    elif [batch["tools"] for batch in a.tool_batches] != [batch["tools"] for batch in b.tool_batches] or [
+        batch["concurrent"] for batch in a.tool_batches
+    ] != [batch["concurrent"] for batch in b.tool_batches]:
+        what = "tool batching changed"
+    else:
+        what = "tool outcomes changed"
+    return f"{what}: {_listing(batches_a, separator='; ')} → {_listing(batches_b, separator='; ')}."
+
+
+def _batches(trace: PassTrace) -> list[str]:
+    outcomes = {call["id"]: call["outcome"] for call in trace.tool_calls}
+    described = []
+    for batch in trace.tool_batches:
+        calls = ", ".join(
+            f"{name} {outcomes.get(tool_id, '?')}" for name, tool_id in zip(batch["tools"], batch["ids"], strict=False)
+        )
+        described.append(f"[{calls}] {'concurrent' if batch['concurrent'] else 'serial'}")
+    return described
+
+
+def _retry(retry: dict[str, Any]) -> str:
+    status = f" {retry['status']}" if retry.get("status") else ""
+    return f"{retry.get('error')}{status} (waited {retry.get('delay_ms')} ms)"
+
+
+def _fallback(fallback: dict[str, Any]) -> str:
+    if fallback.get("fallback") == "model":
+        return f"model {fallback.get('from')} → {fallback.get('to')}"
+    return f"streaming after {fallback.get('error')}"
+
+
+def _hook(hook: dict[str, Any]) -> str:
+    return f"{hook.get('event')} {hook.get('hook')}: {hook.get('outcome')}"
+
+
+def _budget(budget: dict[str, Any] | None) -> str:
+    if budget is None:
+        return "none"
+    return f"{'continue' if budget.get('continue') else 'stop'} at {budget.get('pct')}%"
+
+
+# --- compactions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Compaction:
+    prompt: int
+    pass_index: int | None  # None: between prompts, before the prompt's first pass
+    entry: dict[str, Any]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        kind = "failure" if "failed" in self.entry else "boundary" if self.entry.get("boundary") else "change"
+        return str(self.entry.get("tier")), kind
+
+    @property
+    def name(self) -> str:
+        tier, kind = self.key
+        return f"{tier} {kind}" if kind != "change" else f"{tier} compaction"
+
+    @property
+    def place(self) -> tuple[int, int | None, Any]:
+        return self.prompt, self.pass_index, self.tokens
+
+    @property
+    def tokens(self) -> Any:
+        return self.entry.get("tokens_before")
+
+    def where(self, *, same_prompt_as: _Compaction | None = None) -> str:
+        prompt = "" if same_prompt_as is not None and same_prompt_as.prompt == self.prompt else f"prompt {self.prompt} "
+        if self.pass_index is None:
+            return f"before prompt {self.prompt}"
+        return f"before {prompt}pass {self.pass_index}"
+
+    def at(self, *, same_prompt_as: _Compaction | None = None) -> str:
+        tokens = f" at {self.tokens:,} tokens" if isinstance(self.tokens, int) else ""
+        return self.where(same_prompt_as=same_prompt_as) + tokens
+
+
+def _compactions(trace: BehaviourTrace) -> list[_Compaction]:
+    found = []
+    for number, prompt in enumerate(trace.prompts, start=1):
+        found.extend(_Compaction(number, None, entry) for entry in prompt.before)
+        for index, trace_pass in enumerate(prompt.passes, start=1):
+            found.extend(_Compaction(number, index, entry) for entry in trace_pass.compactions)
+    return found
+
+
+def _compaction_differences(a: BehaviourTrace, b: BehaviourTrace) -> list[str]:
+    before, after = _compactions(a), _compactions(b)
+    lines: list[str] = []
+    for key in dict.fromkeys([c.key for c in before] + [c.key for c in after]):
+        olds = [c for c in before if c.key == key]
+        news = [c for c in after if c.key == key]
+        # The same place and size first; then what is left pairs up in order (a moved one).
+        for old in list(olds):
+            same = next((n for n in news if n.place == old.place), None)
+            if same is not None:
+                olds.remove(old)
+                news.remove(same)
+                details = _compaction_details(old.entry, same.entry)
+                if details:
+                    lines.append(f"{old.name} {old.where()} changed: {'; '.join(details)}.")
+        for old, new in zip(olds, news, strict=False):
+            lines.append(f"{old.name} moved: {old.at()} → {new.at(same_prompt_as=old)}.")
+        for old in olds[len(news) :]:
+            lines.append(f"{old.name} no longer happens (was {old.at()}).")
+        for new in news[len(olds) :]:
+            lines.append(f"{new.name} now happens {new.at()}.")
+    return lines
+
+
+def _compaction_details(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    details = []
+    for key in sorted((set(a) | set(b)) - {"tier", "boundary", "requests", "tokens_before"}):
+        was, now = a.get(key), b.get(key)
+        if was != now:
+            label = key.replace("_", " ")
+            if isinstance(was, list) or isinstance(now, list):
+                details.append(f"{label} {len(was or [])} → {len(now or [])}")
+            else:
+                details.append(f"{label} {was} → {now}")
+    return details
+
+
+# --- bundles -----------------------------------------------------------------------------------
+
+
+def _recorded_trace(bundle: Bundle) -> BehaviourTrace:
+    trace = bundle.recorded_trace()
+    if trace is None:
+        raise BundleError(
+            f"Bundle {bundle.path} has no trace.json to compare; write one with `replay run --update {bundle.path}`."
+        )
+    return trace
+
+
+def _session_differences(a: Bundle, b: Bundle) -> list[str]:
+    doc_a = json.loads(a.spec.to_json())
+    doc_b = json.loads(b.spec.to_json())
+    lines = []
+    # Prompts are compared with the traces, in the loop's terms; everything else here.
+    for document in (doc_a, doc_b):
+        document.pop("prompts", None)
+    for path in differing_paths(doc_a, doc_b, limit=10):
+        lines.append(f"{SESSION_FILE}: {path} {_show(_value_at(doc_a, path))} → {_show(_value_at(doc_b, path))}.")
+    return lines
+
+
+def _cassette_explainer(a: Bundle, b: Bundle) -> Explain:
+    cassette_a, cassette_b = load_cassette(a.cassette_path), load_cassette(b.cassette_path)
+    bodies_a = _bodies(cassette_a.fingerprints(), [i.request.body for i in cassette_a.interactions])
+    bodies_b = _bodies(cassette_b.fingerprints(), [i.request.body for i in cassette_b.interactions])
+    normalizer_a, normalizer_b = cassette_a.normalizer(), cassette_b.normalizer()
+
+    def explain(fingerprint_a: str, fingerprint_b: str) -> list[str]:
+        if fingerprint_a not in bodies_a or fingerprint_b not in bodies_b:
+            return []
+        return explain_fingerprint_change(
+            bodies_a[fingerprint_a], bodies_b[fingerprint_b], normalizer_a=normalizer_a, normalizer_b=normalizer_b
+        )
+
+    return explain
+
+
+def _bodies(fingerprints: Sequence[str], bodies: Sequence[Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, body in zip(fingerprints, bodies, strict=True):
+        found.setdefault(key, body)
+    return found
+
+
+def _normalized(body: Any, normalizer: Normalizer | None) -> Any:
+    text = (normalizer or Normalizer()).body(body)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return text
+
+
+def _value_at(document: Any, path: str) -> Any:
+    """The value at a ``differing_paths`` path (``settings.context_window``, ``prompts[0]``)."""
+    value = document
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return value
+
+
+def _kind(path: Path) -> str:
+    if path.is_dir():
+        if not (path / SESSION_FILE).is_file():
+            raise BundleError(f"{path} is a folder without {SESSION_FILE}, so it is not a bundle.")
+        return "bundle"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist.")
+    if path.suffix == ".jsonl":
+        return "transcript"
+    if path.suffix == ".json":
+        return "trace"
+    raise ValueError(f"{path} is neither a bundle folder, a trace (.json) nor a transcript (.jsonl).")
+
+
+# --- text helpers ------------------------------------------------------------------------------
+
+
+def _transcript_lines(text: str) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        try:
+            lines.extend(json.dumps(json.loads(line), indent=1, sort_keys=True, ensure_ascii=False).splitlines())
+        except ValueError:
+            lines.append(line)
+    return lines
+
+
+def _where(prompt: int, index: int, trace: PassTrace | None) -> str:
+    turn = f" (turn {trace.turn})" if trace is not None and trace.turn != index else ""
+    return f"prompt {prompt} pass {index}{turn}"
+
+
+def _listing(items: Sequence[str], *, separator: str = ", ") -> str:
+    return separator.join(items) if items else "none"
+
+
+def _count(number: int, noun: str) -> str:
+    plural = "es" if noun.endswith("s") else "s"
+    return f"{number} {noun}{'' if number == 1 else plural}"
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return json.dumps(flat if len(flat) <= 60 else flat[:57] + "...", ensure_ascii=False)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return _quote(value)
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 3] + "..."
