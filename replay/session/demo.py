@@ -29,7 +29,7 @@ from replay.fake.scenario import load_scenario
 
 __all__ = ["DEMO_DIR", "DemoRun", "describe", "run_demo"]
 
-DEMO_DIR = Path(__file__).resolve().parent.parent / "cassettes" / "demo"
+DEMO_DIR = Path(__file__).resolve().parents[2] / "cassettes" / "demo"
 DEMO_PROMPT = "Review notes.md and config.toml, find open TODOs and write a summary."
 
 
