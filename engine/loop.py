@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.attachments import collect_attachments
-from engine.budget import BudgetDecision
 from engine.events import LoopEnd, RequestStart, ToolOutcome, TraceEvent, TraceKind
 from engine.hooks import StopHookInput, run_stop_hooks, stop_hook_feedback_text
 from engine.messages import (
@@ -37,6 +36,7 @@ from engine.orchestration import INTERRUPTED_TOOL_RESULT, ToolRun
 from engine.params import LoopParams
 from engine.shaping import ReactiveCompact, shape_context
 from engine.state import State, Terminal, Transition
+from engine.token_budget import BudgetDecision
 
 __all__ = ["MAX_OUTPUT_TOKENS_RECOVERY_TEXT", "LoopItem", "messages_after_compact_boundary", "query", "query_loop"]
 
