@@ -3,7 +3,8 @@
 Each pass shapes the context, calls the model once, runs the tools it asked for, and either
 ends with a ``Terminal`` (yielded last, in a ``LoopEnd``) or replaces the whole ``State`` and
 continues with a named ``Transition``. It never recurses: every retry and recovery is a new
-``State`` and a ``continue``.
+``State`` and a ``continue``. What follows an answer without tool use (recovery, stop hooks,
+the token budget) is decided in ``engine.continuation``.
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 from engine.attachments import collect_attachments
-from engine.budget import BudgetDecision
+from engine.continuation import NextStep, finish_without_tools
 from engine.events import LoopEnd, RequestStart, ToolOutcome, TraceEvent, TraceKind
-from engine.hooks import StopHookInput, run_stop_hooks, stop_hook_feedback_text
 from engine.messages import (
     INTERRUPT_MESSAGE,
     INTERRUPT_MESSAGE_FOR_TOOL_USE,
@@ -25,28 +24,21 @@ from engine.messages import (
     AttachmentMessage,
     AttachmentType,
     Message,
-    SystemLevel,
     SystemMessage,
     SystemSubtype,
-    TombstoneMessage,
     UserMessage,
 )
 from engine.model import ModelErrorKind, StreamEvent
 from engine.model_call import ModelCall
 from engine.orchestration import INTERRUPTED_TOOL_RESULT, ToolRun
 from engine.params import LoopParams
-from engine.shaping import ReactiveCompact, shape_context
+from engine.shaping import shape_context
 from engine.state import State, Terminal, Transition
 
-__all__ = ["MAX_OUTPUT_TOKENS_RECOVERY_TEXT", "LoopItem", "messages_after_compact_boundary", "query", "query_loop"]
+__all__ = ["LoopItem", "messages_after_compact_boundary", "query", "query_loop"]
 
 JsonDict = dict[str, Any]
 LoopItem = Message | StreamEvent | RequestStart | TraceEvent | LoopEnd
-
-MAX_OUTPUT_TOKENS_RECOVERY_TEXT = (
-    "Output token limit hit. Resume directly — no apology, no recap of what you were doing. "
-    "Pick up mid-thought if that is where the cut happened. Break the remaining work into smaller pieces."
-)
 
 
 def messages_after_compact_boundary(messages: Sequence[Message]) -> list[Message]:
@@ -72,15 +64,6 @@ async def query(messages: Sequence[Message], params: LoopParams) -> AsyncIterato
                 if executor.running:
                     executor.discard("Tool execution cancelled: the query ended")
                 await executor.wait_closed()
-
-
-@dataclass
-class _Next:
-    """How a phase ended: a new state to continue with, or a terminal."""
-
-    state: State | None = None
-    terminal: Terminal | None = None
-    error: str | None = None
 
 
 async def query_loop(
@@ -153,9 +136,9 @@ async def query_loop(
 
         # 5. No tool use (or an API error): recover, or run stop hooks and the budget, or stop.
         if not call.has_tool_use or call.api_error is not None:
-            outcome = _Next()
+            outcome = NextStep()
             async with aclosing(
-                _finish_without_tools(call, state, working, params, turn_output_tokens, outcome)
+                finish_without_tools(call, state, working, params, turn_output_tokens, outcome)
             ) as items:
                 async for item in items:
                     yield item
@@ -186,7 +169,7 @@ async def query_loop(
                 TraceKind.TOOL_CALL, turn, {"id": run.tool_use_id, "name": run.tool_name, "outcome": run.outcome.value}
             )
             for hook_run in run.hook_runs:
-                yield _hook_trace(turn, hook_run)
+                yield TraceEvent(TraceKind.HOOK, turn, hook_run.trace_data())
 
         if abort.aborted:
             yield UserMessage.create(deps, [{"type": "text", "text": INTERRUPT_MESSAGE_FOR_TOOL_USE}])
@@ -228,159 +211,6 @@ async def query_loop(
         )
 
 
-async def _finish_without_tools(
-    call: ModelCall,
-    state: State,
-    working: list[Message],
-    params: LoopParams,
-    turn_output_tokens: int,
-    out: _Next,
-) -> AsyncIterator[Message | TraceEvent]:
-    """Step 5: the recovery chains for withheld errors, then stop hooks, then the token budget."""
-    deps, settings = params.deps, params.settings
-    turn = state.turn_count
-    withheld = call.withheld
-    answered = (*working, *call.assistant_messages)
-
-    if withheld is not None and withheld.kind is ModelErrorKind.PROMPT_TOO_LONG:
-        if settings.context_collapse and state.transition is not Transition.COLLAPSE_DRAIN_RETRY:
-            committed = params.context.collapse.drain()
-            yield TraceEvent(TraceKind.COMPACTION, turn, {"tier": "collapse", "drained": committed})
-            if committed > 0:
-                out.state = dataclasses.replace(
-                    state, messages=tuple(working), transition=Transition.COLLAPSE_DRAIN_RETRY
-                )
-                return
-        if settings.reactive_compact and not state.has_attempted_reactive_compact:
-            async for item in _reactive_compact(call, state, working, params, out, strip_media=False):
-                yield item
-            if out.state is not None or out.terminal is not None:
-                return
-        yield withheld.message
-        out.terminal, out.error = Terminal.PROMPT_TOO_LONG, "Prompt is too long"
-        return
-
-    if withheld is not None and withheld.kind is ModelErrorKind.MEDIA_TOO_LARGE:
-        if settings.reactive_compact and not state.has_attempted_reactive_compact:
-            async for item in _reactive_compact(call, state, working, params, out, strip_media=True):
-                yield item
-            if out.state is not None or out.terminal is not None:
-                return
-        yield withheld.message
-        out.terminal, out.error = Terminal.IMAGE_ERROR, withheld.message.content[0]["text"]
-        return
-
-    if withheld is not None and withheld.kind is ModelErrorKind.MAX_OUTPUT_TOKENS:
-        if settings.max_output_tokens_escalation and state.max_output_tokens_override is None:
-            # The same request again with room to finish: the cut answer is withdrawn.
-            for message in call.assistant_messages:
-                yield TombstoneMessage(uuid=deps.uuid(), timestamp=deps.now(), target_uuid=message.uuid)
-            out.state = dataclasses.replace(
-                state,
-                messages=tuple(working),
-                max_output_tokens_override=settings.escalated_max_output_tokens,
-                transition=Transition.MAX_OUTPUT_TOKENS_ESCALATE,
-            )
-            return
-        if state.max_output_tokens_recovery_count < settings.max_output_tokens_recovery_limit:
-            resume = UserMessage.create(deps, MAX_OUTPUT_TOKENS_RECOVERY_TEXT, is_meta=True)
-            yield resume
-            out.state = dataclasses.replace(
-                state,
-                messages=(*answered, resume),
-                max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1,
-                transition=Transition.MAX_OUTPUT_TOKENS_RECOVERY,
-            )
-            return
-        yield withheld.message
-        out.terminal, out.error = Terminal.COMPLETED, withheld.message.content[0]["text"]
-        return
-
-    if call.api_error is not None:
-        out.terminal, out.error = Terminal.COMPLETED, call.error_text
-        return
-
-    if params.hooks.stop:
-        outcome = await run_stop_hooks(
-            params.hooks.stop,
-            StopHookInput(
-                stop_hook_active=state.stop_hook_active, last_assistant_text=_text_of(call.assistant_messages)
-            ),
-            ctx=params.hook_context,
-        )
-        for hook_run in outcome.runs:
-            yield _hook_trace(turn, hook_run)
-        if outcome.prevent_continuation:
-            yield SystemMessage.create(
-                deps,
-                SystemSubtype.WARNING,
-                outcome.stop_reason or "A stop hook prevented continuation.",
-                level=SystemLevel.WARNING,
-            )
-            out.terminal = Terminal.STOP_HOOK_PREVENTED
-            return
-        if outcome.blocking_reasons:
-            feedback = UserMessage.create(deps, stop_hook_feedback_text(outcome.blocking_reasons), is_meta=True)
-            yield feedback
-            # has_attempted_reactive_compact survives: resetting it here loops compaction forever.
-            out.state = dataclasses.replace(
-                state,
-                messages=(*answered, feedback),
-                stop_hook_active=True,
-                max_output_tokens_recovery_count=0,
-                max_output_tokens_override=None,
-                transition=Transition.STOP_HOOK_BLOCKING,
-            )
-            return
-
-    if params.token_budget is not None:
-        decision: BudgetDecision = params.token_budget.record(turn_output_tokens)
-        yield TraceEvent(
-            TraceKind.TOKEN_BUDGET,
-            turn,
-            {
-                "pct": decision.pct,
-                "tokens": turn_output_tokens,
-                "continue": decision.continue_,
-                "reason": decision.reason.value,
-            },
-        )
-        if decision.continue_:
-            nudge = UserMessage.create(deps, decision.nudge_text, is_meta=True)
-            yield nudge
-            out.state = dataclasses.replace(
-                state,
-                messages=(*answered, nudge),
-                has_attempted_reactive_compact=False,
-                max_output_tokens_recovery_count=0,
-                max_output_tokens_override=None,
-                transition=Transition.TOKEN_BUDGET_CONTINUATION,
-            )
-            return
-
-    out.terminal = Terminal.COMPLETED
-
-
-async def _reactive_compact(
-    call: ModelCall, state: State, working: list[Message], params: LoopParams, out: _Next, *, strip_media: bool
-) -> AsyncIterator[Message | TraceEvent]:
-    """Compact once for this turn and retry; a harness failure during it ends the loop."""
-    step = ReactiveCompact(working, params, turn=state.turn_count, model=call.model, strip_media=strip_media)
-    async with aclosing(step.run()) as items:
-        async for item in items:
-            yield item
-    if step.failure is not None:
-        yield AssistantMessage.api_error(params.deps, f"Error: {step.failure}", error=ModelErrorKind.HARNESS.value)
-        out.terminal, out.error = Terminal.MODEL_ERROR, str(step.failure)
-    elif step.messages:
-        out.state = dataclasses.replace(
-            state,
-            messages=tuple(step.messages),
-            has_attempted_reactive_compact=True,
-            transition=Transition.REACTIVE_COMPACT_RETRY,
-        )
-
-
 def _blocking_check_applies(params: LoopParams) -> bool:
     settings = params.settings
     # Reactive compact (with autocompact on) or context collapse own overflow when enabled.
@@ -392,25 +222,6 @@ def _attempt_of(state: State) -> int | None:
     if state.transition is Transition.MAX_OUTPUT_TOKENS_RECOVERY:
         return state.max_output_tokens_recovery_count
     return None
-
-
-def _text_of(messages: Sequence[AssistantMessage]) -> str:
-    return "".join(
-        b.get("text", "") for m in messages if not m.is_api_error_message for b in m.content if b.get("type") == "text"
-    )
-
-
-def _hook_trace(turn: int, hook_run: Any) -> TraceEvent:
-    return TraceEvent(
-        TraceKind.HOOK,
-        turn,
-        {
-            "event": str(hook_run.event),
-            "hook": hook_run.label,
-            "outcome": str(hook_run.outcome),
-            "message": hook_run.message,
-        },
-    )
 
 
 def _end(terminal: Terminal, turn: int, *, error: str | None = None) -> LoopEnd:

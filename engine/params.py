@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.attachments import AttachmentSources, render_attachment_for_api
-from engine.budget import TokenBudgetTracker
 from engine.compact import ContentReplacementState, ContextCollapse
 from engine.deps import QueryDeps
 from engine.hooks import HookContext, Hooks
@@ -17,6 +16,7 @@ from engine.normalize import normalize_messages_for_api
 from engine.normalize_cache import IncrementalNormalizer
 from engine.orchestration import ToolRunContext
 from engine.settings import EngineSettings
+from engine.token_budget import TokenBudgetTracker
 from engine.tools.base import Tool
 
 __all__ = ["ContextState", "LoopParams"]

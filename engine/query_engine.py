@@ -18,7 +18,6 @@ from typing import Any
 
 from engine.abort import AbortController
 from engine.attachments import AttachmentSources, render_attachment_for_api
-from engine.budget import TokenBudgetTracker, parse_token_budget
 from engine.compact import CompactionResult, CompactTrigger, compact_conversation
 from engine.cost import cost_usd
 from engine.deps import QueryDeps
@@ -41,6 +40,7 @@ from engine.params import ContextState, LoopParams
 from engine.process import ToolEnvironment
 from engine.settings import EngineSettings
 from engine.state import Terminal
+from engine.token_budget import TokenBudgetTracker, parse_token_budget
 from engine.tools import default_tools
 from engine.tools.base import Tool, ToolUseContext
 from engine.tools.permissions import allow_all

@@ -22,12 +22,6 @@ from engine.compact.boundary import (
     format_summary,
     summary_message,
 )
-from engine.compact.budget import (
-    DEFAULT_TOOL_RESULT_BUDGET_CHARS,
-    BudgetResult,
-    ContentReplacementState,
-    apply_tool_result_budget,
-)
 from engine.compact.collapse import CollapseSpan, ContextCollapse, collapsed_text
 from engine.compact.microcompact import (
     CLEARED_TOOL_RESULT,
@@ -44,6 +38,12 @@ from engine.compact.reactive import (
 )
 from engine.compact.rounds import RoundSplit, group_into_rounds, split_rounds
 from engine.compact.snip import SnipResult, snip_old_rounds
+from engine.compact.tool_result_budget import (
+    DEFAULT_TOOL_RESULT_BUDGET_CHARS,
+    BudgetResult,
+    ContentReplacementState,
+    apply_tool_result_budget,
+)
 
 __all__ = [
     "CLEARED_TOOL_RESULT",

@@ -18,8 +18,8 @@ from engine import (
     TraceKind,
     UserMessage,
 )
+from engine.continuation import MAX_OUTPUT_TOKENS_RECOVERY_TEXT
 from engine.hooks import Hooks, StopHookInput, StopHookResult
-from engine.loop import MAX_OUTPUT_TOKENS_RECOVERY_TEXT
 from tests.engine.conftest import Session, assert_pairing, make_session
 
 PTL = {

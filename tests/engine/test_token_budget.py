@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.budget import (
+from engine.token_budget import (
     BudgetDecision,
     BudgetReason,
     TokenBudgetTracker,

@@ -3,7 +3,7 @@ running in parallel, the transcript depends on which one finishes first.
 
 Shrunk from generated runs such as one turn calling Glob three times: the results are yielded
 in call order, but each result message draws its uuid and timestamp from the session's seeded
-deps when its tool finishes (engine/orchestration.py, ``_result_message`` inside each running
+deps when its tool finishes (engine/orchestration/tool_call.py, ``_result_message`` inside each running
 task). Glob and Grep finish in a worker thread, so the order varies from run to run: a recorded
 session replayed from its cassette wrote another transcript in about one run in three. Here the
 test decides the order with gated probe tools, so the difference shows every time.

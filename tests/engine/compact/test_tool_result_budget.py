@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.compact.budget import (
+from engine.compact.tool_result_budget import (
     MIN_REPLACEABLE_CHARS,
     ContentReplacementState,
     apply_tool_result_budget,
