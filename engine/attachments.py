@@ -1,4 +1,4 @@
-"""Attachments (DESIGN §3.8): context the loop injects after tool results, before the next pass.
+"""Attachments: context the loop injects after tool results, before the next pass.
 
 Three sources, collected in this order at each attachment point: commands the user queued
 while the loop was busy, notices for files that changed since the model read (or wrote) them,

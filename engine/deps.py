@@ -1,4 +1,4 @@
-"""Dependency seams (DESIGN §3.10): uuid, clock, sleep and randomness are injected.
+"""Dependency seams: uuid, clock, sleep and randomness are injected.
 
 Nothing else in the engine reads the wall clock, calls ``uuid4()`` or touches the global RNG,
 so a seeded run writes byte-identical transcripts.

@@ -1,4 +1,4 @@
-"""``query_loop``: the agent loop as a ``while True`` state machine (DESIGN §3.2–§3.3).
+"""``query_loop``: the agent loop as a ``while True`` state machine.
 
 Each pass shapes the context, calls the model once, runs the tools it asked for, and either
 ends with a ``Terminal`` (yielded last, in a ``LoopEnd``) or replaces the whole ``State`` and

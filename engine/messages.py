@@ -1,4 +1,4 @@
-"""Message envelopes (DESIGN §3.9) and the API view of a conversation.
+"""Message envelopes and the API view of a conversation.
 
 Content blocks are kept in the Messages API's own JSON shape, so what the loop sends is exactly
 what it stored. Envelope fields (uuid, parent chain, timestamps, flags) never reach the API.
@@ -183,7 +183,7 @@ class SystemMessage(Message):
 
 @dataclass(kw_only=True)
 class AttachmentMessage(Message):
-    """Context the loop injects between passes (DESIGN §3.8)."""
+    """Context the loop injects between passes."""
 
     type: ClassVar[MessageType] = MessageType.ATTACHMENT
     attachment: JsonDict

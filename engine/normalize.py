@@ -4,7 +4,7 @@ The API's iron rule is that every ``tool_use`` is answered by a ``tool_result`` 
 the very next user message. Everything here exists to send a valid request whatever the history
 went through (aborts, partial streams, dropped results).
 
-Thinking rules (DESIGN §3.6): thinking blocks need thinking enabled, so without it they are
+Thinking rules: thinking blocks need thinking enabled, so without it they are
 removed; the last turn, when it is the assistant's, never ends with one; an assistant turn with
 nothing but thinking is dropped; otherwise a thinking block is sent exactly as produced
 (signature included) and stays with its trajectory, e.g. before the tool_use it led to.

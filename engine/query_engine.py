@@ -1,4 +1,4 @@
-"""``QueryEngine``: one conversation around ``query_loop`` (DESIGN §3.1).
+"""``QueryEngine``: one conversation around ``query_loop``.
 
 It owns the history across turns (``mutable_messages``), the transcript, usage, permission
 denials and the abort controller. ``submit_message`` writes the user's message to the

@@ -1,4 +1,4 @@
-"""Retries inside the model call (DESIGN §3.6): which errors, how long to wait, when to fall back.
+"""Retries inside the model call: which errors, how long to wait, when to fall back.
 
 Pure pieces the loop composes: nothing here sleeps, reads a clock or touches the global RNG.
 The caller passes the session's seeded ``random.Random``, so a replay computes the same delays

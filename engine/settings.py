@@ -1,6 +1,6 @@
 """The engine's settings: immutable for a session, every number overridable.
 
-The defaults are DESIGN.md's numbers (§3.5–§3.7).
+The defaults are the numbers Claude Code uses (docs/loop.md describes what each one does).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class EngineSettings:
     escalated_max_output_tokens: int = 64_000
     max_output_tokens_recovery_limit: int = 3
 
-    # Retries inside the model call (DESIGN §3.6).
+    # Retries inside the model call.
     max_retries: int = 10
     retry_base_delay_s: float = 0.5
     retry_max_delay_s: float = 32.0
@@ -40,7 +40,7 @@ class EngineSettings:
     overloaded_before_fallback: int = 3
     streaming_fallback: bool = True
 
-    # Context shaping (DESIGN §3.5).
+    # Context shaping.
     context_window: int = 200_000
     tool_result_budget_chars: int = 200_000
     snip_threshold_tokens: int | None = None

@@ -1,4 +1,4 @@
-"""Step 1 of a pass, context shaping (DESIGN §3.5), and the reactive compact of recovery.
+"""Step 1 of a pass, context shaping, and the reactive compact of recovery.
 
 Tiers run cheapest first: tool-result budget → snip → microcompact → context collapse →
 autocompact. Each is a projection of the working messages; only a compaction yields messages

@@ -1,4 +1,4 @@
-"""The loop's state machine vocabulary (DESIGN §3.2): ``State``, ``Transition``, ``Terminal``."""
+"""The loop's state machine vocabulary: ``State``, ``Transition``, ``Terminal``."""
 
 from __future__ import annotations
 

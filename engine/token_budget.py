@@ -1,4 +1,4 @@
-"""Token budget (DESIGN §3.7): a prompt can ask the model to spend a number of output tokens,
+"""Token budget: a prompt can ask the model to spend a number of output tokens,
 and the loop keeps it working until it has spent most of them.
 
 What counts as a budget in a prompt, chosen so ordinary text does not set one by accident:

@@ -1,4 +1,4 @@
-"""The transcript (DESIGN §3.9): JSON Lines, one message a line, in one ordered write queue.
+"""The transcript: JSON Lines, one message a line, in one ordered write queue.
 
 Records are queued in the order messages happen and written at flush points the session
 chooses (before every model request and at the end of a turn), so what a line says never

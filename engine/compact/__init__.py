@@ -1,4 +1,4 @@
-"""Context shaping (DESIGN §3.5), cheapest first: the tool-result budget, snip, microcompact,
+"""Context shaping, cheapest first: the tool-result budget, snip, microcompact,
 context collapse and autocompact; and the recovery chains' reactive compact and media
 stripping (§3.6). Every pass is a projection: it returns new messages (a rewritten message
 keeps its uuid) and never changes the ones it was given."""

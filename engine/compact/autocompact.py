@@ -1,4 +1,4 @@
-"""Autocompact (DESIGN §3.5): when the context nears the window, the model summarizes it.
+"""Autocompact: when the context nears the window, the model summarizes it.
 
 ``should_autocompact`` decides (the threshold, collapse's suppression, the circuit breaker);
 ``compact_conversation`` does it. The summary is a real model call with query source

@@ -1,4 +1,4 @@
-"""The two messages a compaction starts the new history with (DESIGN §3.5): the boundary, a
+"""The two messages a compaction starts the new history with: the boundary, a
 system message that marks where the old history ends, and the summary, a user message that
 carries what the model wrote about the old history."""
 

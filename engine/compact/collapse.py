@@ -1,4 +1,4 @@
-"""Context collapse (DESIGN §3.5): a projection that folds old spans of the conversation.
+"""Context collapse: a projection that folds old spans of the conversation.
 
 Nothing is ever deleted: ``ContextCollapse`` remembers spans of old rounds by the uuids of their
 messages, and ``project`` shows each committed span as one meta user message, so the history

@@ -1,4 +1,4 @@
-"""Time-based microcompact (DESIGN §3.5).
+"""Time-based microcompact.
 
 After a long pause the server's prompt cache has expired, so the next request pays for the
 whole history anyway: that is the cheap moment to shed old tool output. When the gap since the

@@ -1,4 +1,4 @@
-"""Recovery compaction (DESIGN §3.6): what the loop does when a request came back too large.
+"""Recovery compaction: what the loop does when a request came back too large.
 
 ``reactive_compact`` answers a prompt-too-long error by compacting right away (trigger
 ``auto``), once per turn. ``strip_media`` answers a media-too-large error: every image and

@@ -1,4 +1,4 @@
-"""Snip (DESIGN §3.5): drop whole old API rounds when the context is over a threshold.
+"""Snip: drop whole old API rounds when the context is over a threshold.
 
 The cheapest way to free room that still sends a valid request: rounds (see
 ``engine.compact.rounds``) are removed oldest first, whole, so no tool_use loses its

@@ -1,4 +1,4 @@
-"""The tool-result budget (DESIGN §3.5), the cheapest shaping step.
+"""The tool-result budget, the cheapest shaping step.
 
 Per API user turn (consecutive user messages, as ``normalize_messages_for_api`` merges them),
 when the tool results add up to more than the limit, the largest results seen for the first

@@ -1,4 +1,4 @@
-"""Hooks (DESIGN §3.7): code the session runs around each tool call and when the model stops.
+"""Hooks: code the session runs around each tool call and when the model stops.
 
 A hook is a Python callable or a ``CommandHook``, a shell command that follows Claude Code's
 protocol: the event as JSON on stdin, the answer in its exit code and, optionally, a JSON

@@ -1,4 +1,4 @@
-"""Running the tools a model asked for (DESIGN §3.4).
+"""Running the tools a model asked for.
 
 Consecutive concurrency-safe calls run together (up to a limit); an unsafe call runs alone.
 The ``StreamingToolExecutor`` starts each call as soon as its tool_use block is complete, while

@@ -56,7 +56,7 @@ class _Entry:
 
 
 def _fails_its_batch(entry: _Entry, run: ToolRun) -> bool:
-    """A concurrent Bash call that errored cancels the siblings after it (DESIGN §3.4)."""
+    """A concurrent Bash call that errored cancels the siblings after it."""
     return run.outcome is ToolOutcome.ERROR and entry.block["name"] == "Bash" and entry.check.concurrency_safe
 
 

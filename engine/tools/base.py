@@ -1,4 +1,4 @@
-"""The tool protocol (DESIGN §3.4): what the loop needs to know about a tool to run it."""
+"""The tool protocol: what the loop needs to know about a tool to run it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Permission policies: how a session answers the tools' "may this call run?" (DESIGN §3.4)."""
+"""Permission policies: how a session answers the tools' "may this call run?"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Confinement of the file tools to the session's workspace root (DESIGN §3.4)."""
+"""Confinement of the file tools to the session's workspace root."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request fingerprints (DESIGN §4.3): what makes two requests "the same request".
+"""Request fingerprints: what makes two requests "the same request".
 
 A fingerprint is the SHA-256 of the method, the URL path and the canonical JSON of the body
 (sorted keys, compact) after normalization: the workspace, home and temp paths, UUIDs,

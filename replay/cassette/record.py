@@ -1,4 +1,4 @@
-"""Recording sessions into cassettes through vcrpy's ``httpx2`` patching (DESIGN §4.2).
+"""Recording sessions into cassettes through vcrpy's ``httpx2`` patching.
 
 ``CassetteRecorder`` hands out an ``httpx2.AsyncClient`` for the engine's ``AnthropicModel``.
 Depending on the record mode, its requests are answered from the cassette, or sent for real

@@ -1,5 +1,5 @@
 """``CassetteTransport``: replay a cassette through ``httpx2``, so the SDK and the engine run
-unchanged (DESIGN §4.3).
+unchanged.
 
 Each request is fingerprinted (``replay.cassette.fingerprints``) and looked up in a hash index: identical
 fingerprints play in recorded order, so a retried request gets the next recorded answer, and

@@ -1,4 +1,4 @@
-"""The behaviour trace (DESIGN §4.5): what the loop did, per prompt and per pass, in the loop's
+"""The behaviour trace: what the loop did, per prompt and per pass, in the loop's
 own terms — the unit of snapshot testing.
 
 One model, extracted from a run's engine trace events and the requests its transport saw,
