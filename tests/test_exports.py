@@ -1,0 +1,59 @@
+"""The public surface: ``import replay`` gives every public name of the library subpackages, each
+the very object its defining module holds, and importing it loads nothing else."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import replay
+
+# The subpackages whose whole ``__all__`` is the library's public surface. The pytest plugin
+# contributes one name (NetworkGuard); cli, storage, redact and schema are internal layers.
+LIBRARY_SUBPACKAGES = ("replay.cassette", "replay.fake", "replay.trace", "replay.session")
+PLUGIN_EXPORTS = {"NetworkGuard"}
+
+
+def _subpackage_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for package in LIBRARY_SUBPACKAGES:
+        for name in importlib.import_module(package).__all__:
+            assert name not in names, f"{name} is exported by both {names[name]} and {package}"
+            names[name] = package
+    return names
+
+
+def test_replays_table_is_exactly_the_subpackages_public_names() -> None:
+    expected = {**_subpackage_names(), **dict.fromkeys(PLUGIN_EXPORTS, "replay.pytest_plugin")}
+    assert replay._EXPORTS == expected
+    assert replay.__all__ == sorted(expected)
+
+
+@pytest.mark.parametrize("name", sorted(replay._EXPORTS))
+def test_each_public_name_is_the_object_its_subpackage_exports(name: str) -> None:
+    package = importlib.import_module(replay._EXPORTS[name])
+    assert name in package.__all__
+    assert getattr(replay, name) is getattr(package, name)
+
+
+@pytest.mark.parametrize("package", LIBRARY_SUBPACKAGES)
+def test_every_name_a_subpackage_exports_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+        _ = module.missing
+
+
+def test_importing_replay_or_a_subpackage_loads_nothing_else() -> None:
+    # A fresh interpreter: this one has loaded everything already.
+    program = (
+        "import sys, replay, replay.cassette, replay.fake, replay.trace, replay.session\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'engine', 'httpx', 'httpx2', 'anthropic', 'vcr'}"
+        " or (m.startswith('replay.') and m.count('.') > 1)))"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
