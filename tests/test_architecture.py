@@ -127,6 +127,20 @@ def test_there_is_no_import_cycle() -> None:
     assert [sorted(cycle) for cycle in cycles if len(cycle) > 1] == []
 
 
+def test_no_module_imports_another_modules_private_name() -> None:
+    # A private module (cassette/_io.py) is its package's business; a private name is its module's.
+    private = []
+    for name, path in sorted(MODULES.items()):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in {"engine", "replay"}:
+                private += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name} from {node.module}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert private == []
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_module_is_over_the_size_limit(name: str) -> None:
     lines = MODULES[name].read_text().count("\n")
