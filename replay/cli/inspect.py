@@ -11,10 +11,11 @@ import typer
 
 from replay.cli.common import DEFAULT_BUNDLES, DRIFT, OK, bad_input, fail
 from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
+from replay.session.bundle_diff import diff_paths
 from replay.session.library_coverage import coverage as coverage_of
 from replay.session.library_coverage import render_table
 from replay.trace.behaviour import BehaviourTrace, render_mermaid, render_text
-from replay.trace.diff import diff_paths, load_trace_file
+from replay.trace.diff import load_trace_file
 
 __all__ = ["TraceFormat", "coverage", "diff", "show"]
 

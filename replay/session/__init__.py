@@ -1,6 +1,6 @@
 """Session bundles, the folders that hold a recorded session: recording and replaying them
-(`bundle`), re-executing one against its recording (`runner`), re-recording (`rerecord`),
-checking a whole library (`verify`), the library's coverage of the loop (`library_coverage`),
+(`bundle`), comparing two (`bundle_diff`), re-executing one against its recording (`runner`),
+re-recording (`rerecord`), checking a whole library (`verify`), the library's coverage of the loop (`library_coverage`),
 scrubbing bundles (`scrub_files`), swapping a rewritten bundle into place (`bundle_swap`), and
 the demo (`demo`).
 
@@ -22,6 +22,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "load_bundle": "bundle",
         "record_bundle": "bundle",
         "replay_bundle": "bundle",
+        "diff_bundles": "bundle_diff",
         "coverage": "library_coverage",
         "CoverageReport": "library_coverage",
         "run_bundle": "runner",

@@ -17,7 +17,6 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "render_text": "behaviour",
         "render_mermaid": "behaviour",
         "diff_traces": "diff",
-        "diff_bundles": "diff",
         "TraceSnapshotExtension": "snapshot",
     },
 )

@@ -1,10 +1,11 @@
-"""What changed between two runs, in the loop's terms (DESIGN §4.5): a transition that no
-longer fires, a compaction boundary that moved, a request fingerprint that changed and which
-field of the request changed it, tools called or batched differently, a different terminal.
+"""What changed between two runs, in the loop's terms: a transition that no longer fires, a
+compaction boundary that moved, a request fingerprint that changed and which field of the
+request changed it, tools called or batched differently, a different terminal.
 
 Every difference is one sentence. ``diff_traces`` compares two behaviour traces,
-``diff_transcripts`` two transcripts (a short unified diff), and ``diff_bundles`` two recorded
-bundles, explaining each changed fingerprint from the request bodies in their cassettes.
+``diff_transcripts`` two transcripts (a short unified diff), and ``explain_fingerprint_change``
+names the fields that differ between two request bodies. Comparing two recorded bundles, which
+explains each changed fingerprint from their cassettes, is `replay.session.bundle_diff`.
 """
 
 from __future__ import annotations
@@ -18,16 +19,13 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from replay.cassette import load_cassette
 from replay.cassette.fingerprints import Normalizer
 from replay.cassette.jsondiff import differing_paths
-from replay.session.bundle import SESSION_FILE, Bundle, BundleError, load_bundle
-from replay.storage.bundle_files import MAX_TRACE_BYTES, MAX_TRANSCRIPT_BYTES, read_capped_text
+from replay.storage.bundle_files import MAX_TRACE_BYTES, read_capped_text
 from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace
 
 __all__ = [
-    "diff_bundles",
-    "diff_paths",
+    "Explain",
     "diff_traces",
     "diff_transcripts",
     "explain_fingerprint_change",
@@ -93,42 +91,6 @@ def explain_fingerprint_change(
     """The JSON fields of a request body that differ once normalized (what the fingerprint
     sees), e.g. ``["messages[3].content[0].text", "max_tokens"]``."""
     return differing_paths(_normalized(body_a, normalizer_a), _normalized(body_b, normalizer_b), limit=limit)
-
-
-def diff_bundles(a: Bundle, b: Bundle) -> list[str]:
-    """Two recorded bundles compared: their ``session.json`` (settings, tools, seed), their
-    behaviour traces with each changed fingerprint explained from the cassettes' request
-    bodies, and, when the behaviour is the same, their transcripts."""
-    lines = _session_differences(a, b)
-    trace_a, trace_b = _recorded_trace(a), _recorded_trace(b)
-    trace_lines = diff_traces(trace_a, trace_b, explain=_cassette_explainer(a, b))
-    lines.extend(trace_lines)
-    if not trace_lines:
-        lines.extend(
-            diff_transcripts(
-                a.recorded_transcript(),
-                b.recorded_transcript(),
-                a_name=str(a.transcript_path),
-                b_name=str(b.transcript_path),
-            )
-        )
-    return lines
-
-
-def diff_paths(a: Path, b: Path) -> list[str]:
-    """Compare two bundles (folders with session.json), two traces (``trace.json``) or two
-    transcripts (``.jsonl``). Raises ``BundleError``/``ValueError``/``OSError`` on bad input."""
-    kind_a, kind_b = _kind(a), _kind(b)
-    if kind_a != kind_b:
-        raise ValueError(f"Cannot compare {a} (a {kind_a}) with {b} (a {kind_b}): give two of the same kind.")
-    if kind_a == "bundle":
-        return diff_bundles(load_bundle(a), load_bundle(b))
-    if kind_a == "trace":
-        return diff_traces(load_trace_file(a), load_trace_file(b))
-    texts = [
-        read_capped_text(Path(p), limit=MAX_TRANSCRIPT_BYTES, remedy="check that it is a transcript") for p in (a, b)
-    ]
-    return diff_transcripts(*texts, a_name=str(a), b_name=str(b))
 
 
 def load_trace_file(path: Path) -> BehaviourTrace:
@@ -410,51 +372,7 @@ def _compaction_details(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return details
 
 
-# --- bundles -----------------------------------------------------------------------------------
-
-
-def _recorded_trace(bundle: Bundle) -> BehaviourTrace:
-    trace = bundle.recorded_trace()
-    if trace is None:
-        raise BundleError(
-            f"Bundle {bundle.path} has no trace.json to compare; write one with `replay run --update {bundle.path}`."
-        )
-    return trace
-
-
-def _session_differences(a: Bundle, b: Bundle) -> list[str]:
-    doc_a = json.loads(a.spec.to_json())
-    doc_b = json.loads(b.spec.to_json())
-    lines = []
-    # Prompts are compared with the traces, in the loop's terms; everything else here.
-    for document in (doc_a, doc_b):
-        document.pop("prompts", None)
-    for path in differing_paths(doc_a, doc_b, limit=10):
-        lines.append(f"{SESSION_FILE}: {path} {_show(_value_at(doc_a, path))} → {_show(_value_at(doc_b, path))}.")
-    return lines
-
-
-def _cassette_explainer(a: Bundle, b: Bundle) -> Explain:
-    cassette_a, cassette_b = load_cassette(a.cassette_path), load_cassette(b.cassette_path)
-    bodies_a = _bodies(cassette_a.fingerprints(), [i.request.body for i in cassette_a.interactions])
-    bodies_b = _bodies(cassette_b.fingerprints(), [i.request.body for i in cassette_b.interactions])
-    normalizer_a, normalizer_b = cassette_a.normalizer(), cassette_b.normalizer()
-
-    def explain(fingerprint_a: str, fingerprint_b: str) -> list[str]:
-        if fingerprint_a not in bodies_a or fingerprint_b not in bodies_b:
-            return []
-        return explain_fingerprint_change(
-            bodies_a[fingerprint_a], bodies_b[fingerprint_b], normalizer_a=normalizer_a, normalizer_b=normalizer_b
-        )
-
-    return explain
-
-
-def _bodies(fingerprints: Sequence[str], bodies: Sequence[Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, body in zip(fingerprints, bodies, strict=True):
-        found.setdefault(key, body)
-    return found
+# --- request bodies ----------------------------------------------------------------------------
 
 
 def _normalized(body: Any, normalizer: Normalizer | None) -> Any:
@@ -463,33 +381,6 @@ def _normalized(body: Any, normalizer: Normalizer | None) -> Any:
         return json.loads(text) if text else None
     except ValueError:
         return text
-
-
-def _value_at(document: Any, path: str) -> Any:
-    """The value at a ``differing_paths`` path (``settings.context_window``, ``prompts[0]``)."""
-    value = document
-    for part in path.replace("[", ".[").split("."):
-        if not part:
-            continue
-        try:
-            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-    return value
-
-
-def _kind(path: Path) -> str:
-    if path.is_dir():
-        if not (path / SESSION_FILE).is_file():
-            raise BundleError(f"{path} is a folder without {SESSION_FILE}, so it is not a bundle.")
-        return "bundle"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist.")
-    if path.suffix == ".jsonl":
-        return "transcript"
-    if path.suffix == ".json":
-        return "trace"
-    raise ValueError(f"{path} is neither a bundle folder, a trace (.json) nor a transcript (.jsonl).")
 
 
 # --- text helpers ------------------------------------------------------------------------------
@@ -522,13 +413,6 @@ def _count(number: int, noun: str) -> str:
 def _quote(text: str) -> str:
     flat = " ".join(text.split())
     return json.dumps(flat if len(flat) <= 60 else flat[:57] + "...", ensure_ascii=False)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return _quote(value)
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _cut(line: str) -> str:
