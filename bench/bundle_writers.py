@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from replay.fake.scenario import Scenario
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 from replay.session.verify import verify_bundle
 from replay.storage.bundle_lock import bundle_write_lock, reading_generation
 
@@ -40,7 +40,7 @@ turns:
 WRITER = """
 import asyncio, sys
 from pathlib import Path
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 out, scenario, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 count = 0
 while not stop.exists():

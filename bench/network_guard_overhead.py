@@ -30,7 +30,8 @@ import asyncio, json, sys, time
 from collections import Counter
 from pathlib import Path
 from replay.pytest_plugin.network_guard import NetworkGuard
-from replay.session.bundle import load_bundle, replay_bundle
+from replay.session.bundle import load_bundle
+from replay.session.session_run import replay_bundle
 
 mode, path = sys.argv[1], Path(sys.argv[2])
 events = Counter()

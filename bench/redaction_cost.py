@@ -28,10 +28,11 @@ from pathlib import Path
 
 import replay.cassette.scrub
 import replay.redact.files
-import replay.session.bundle
 import replay.session.scrub_files
+import replay.session.session_run
 from replay.redact.redactor import Detection, Redactor
-from replay.session.bundle import load_bundle, replay_bundle
+from replay.session.bundle import load_bundle
+from replay.session.session_run import replay_bundle
 
 LIBRARY = Path(__file__).resolve().parents[1] / "cassettes"
 
@@ -46,7 +47,7 @@ class _FindsNothing(Redactor):
 @contextmanager
 def _without_redaction() -> Iterator[None]:
     nothing = _FindsNothing()
-    modules = (replay.cassette.scrub, replay.session.bundle, replay.session.scrub_files, replay.redact.files)
+    modules = (replay.cassette.scrub, replay.session.session_run, replay.session.scrub_files, replay.redact.files)
     saved = [module.current_redactor for module in modules]
     for module in modules:
         module.current_redactor = lambda: nothing  # type: ignore[attr-defined]

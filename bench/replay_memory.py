@@ -39,7 +39,7 @@ _RECORD = textwrap.dedent(
     """
     import asyncio, resource, sys
     from pathlib import Path
-    from replay.session.bundle import record_bundle
+    from replay.session.recording import record_bundle
     scenario, out = Path(sys.argv[1]), Path(sys.argv[2])
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     asyncio.run(record_bundle(out, scenario=scenario))

@@ -16,7 +16,8 @@ from replay.cli.signals import cleanup_on_sigterm
 from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
 from replay.fake.server import FakeModelServer
-from replay.session.bundle import SESSION_FILE, WORKSPACE_DIR, record_bundle
+from replay.session.bundle import SESSION_FILE, WORKSPACE_DIR
+from replay.session.recording import record_bundle
 
 __all__ = ["record", "serve"]
 

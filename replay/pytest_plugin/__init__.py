@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     )
     from replay.cassette.record import CassetteRecorder, RecordMode
     from replay.fake.scenario import Scenario
-    from replay.session.bundle import Bundle, SessionRun
+    from replay.session.bundle import Bundle
+    from replay.session.session_run import SessionRun
     from replay.trace.behaviour import BehaviourTrace
 
 try:  # optional: a project without pytest-asyncio sees pytest's own error for an async fixture
@@ -556,7 +557,7 @@ def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: Network
 
     async def replay(name: str | None = None, *, strict: bool | None = None) -> ReplayedBundle:
         from replay.cassette.transport import CassetteMismatchError, UnplayedInteractionsError
-        from replay.session.bundle import replay_bundle as replay_bundle_run
+        from replay.session.session_run import replay_bundle as replay_bundle_run
 
         __tracebackhide__ = True
 

@@ -1,8 +1,9 @@
-"""Session bundles, the folders that hold a recorded session: recording and replaying them
-(`bundle`), comparing two (`bundle_diff`), re-executing one against its recording (`runner`),
-re-recording (`rerecord`), checking a whole library (`verify`), the library's coverage of the loop (`library_coverage`),
-scrubbing bundles (`scrub_files`), swapping a rewritten bundle into place (`bundle_swap`), and
-the demo (`demo`).
+"""Session bundles, the folders that hold a recorded session: their layout and loading
+(`bundle`), recording one (`recording`), running its session again (`session_run`), comparing
+two (`bundle_diff`), re-executing one against its recording (`runner`), re-recording
+(`rerecord`), checking a whole library (`verify`), the library's coverage of the loop
+(`library_coverage`), scrubbing bundles (`scrub_files`), swapping a rewritten bundle into place
+(`bundle_swap`), and the demo (`demo`).
 
 May import: `replay.trace`, `replay.cassette`, `replay.fake`, `replay.schema`, `replay.redact`,
 `replay.storage`, `engine`.
@@ -17,11 +18,11 @@ __all__, __getattr__, __dir__ = lazy_exports(
     {
         "Bundle": "bundle",
         "BundleError": "bundle",
-        "SessionRun": "bundle",
+        "SessionRun": "session_run",
         "SessionSpec": "bundle",
         "load_bundle": "bundle",
-        "record_bundle": "bundle",
-        "replay_bundle": "bundle",
+        "record_bundle": "recording",
+        "replay_bundle": "session_run",
         "diff_bundles": "bundle_diff",
         "coverage": "library_coverage",
         "CoverageReport": "library_coverage",

@@ -1,11 +1,12 @@
-"""Session bundles (DESIGN §4.1): a recorded session as a folder, and re-executing it.
+"""Session bundles on disk: the folder's layout, ``session.json`` (`SessionSpec`), and loading
+a bundle (`load_bundle`), checked so that a stranger's bundle cannot lead a replay outside it.
 
 A bundle holds ``cassette.yaml`` (the HTTP interactions), ``transcript.jsonl`` (what the engine
 wrote, with the folders it ran in replaced by ``<workspace>`` and ``<session>``),
 ``session.json`` (model, system prompt, tools, settings, prompts, seed, format version),
 ``workspace/`` (the files the tools start from, never changed by a run) and, for a fake-model
-recording, ``scenario.yaml``. Recording and re-execution both run the engine in a temp copy of
-the workspace, so a bundle replays the same from any folder.
+recording, ``scenario.yaml``. Recording one is `replay.session.recording`; running its session
+again, `replay.session.session_run`.
 """
 
 from __future__ import annotations
@@ -15,32 +16,11 @@ import json
 import os
 import shutil
 import stat
-import tempfile
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from engine import (
-    AnthropicModel,
-    EngineSettings,
-    ManualClock,
-    QueryDeps,
-    QueryEngine,
-    QueryResult,
-    TraceEvent,
-    default_tools,
-)
-from replay.cassette.record import CassetteRecorder, RecordMode
-from replay.cassette.transport import LoggedRequest
-from replay.fake.model import FakeModel
-from replay.fake.scenario import Scenario, load_scenario
-from replay.fake.scenario_writer import scenario_to_document
-from replay.fake.server import FakeModelServer
-from replay.redact.files import redact_tree, write_redacted
-from replay.redact.redactor import current_redactor
+from engine import EngineSettings, default_tools
 from replay.schema.documents import (
     SchemaError,
     SessionDocument,
@@ -49,7 +29,6 @@ from replay.schema.documents import (
     validate_document,
 )
 from replay.schema.options import SessionOptions
-from replay.session.bundle_swap import begin_bundle_write, swap_into_place
 from replay.storage.bundle_files import (
     MAX_SESSION_BYTES,
     MAX_TRACE_BYTES,
@@ -59,8 +38,7 @@ from replay.storage.bundle_files import (
     read_capped_text,
     read_recorded_transcript,
 )
-from replay.storage.stale_folders import ScratchKind, scratch_prefix
-from replay.trace.behaviour import BehaviourTrace, extract_trace, render_text
+from replay.trace.behaviour import BehaviourTrace
 
 __all__ = [
     "MAX_SESSION_BYTES",
@@ -68,11 +46,9 @@ __all__ = [
     "SESSION_FORMAT_VERSION",
     "Bundle",
     "BundleError",
-    "SessionRun",
     "SessionSpec",
+    "copy_workspace",
     "load_bundle",
-    "record_bundle",
-    "replay_bundle",
 ]
 
 SESSION_FORMAT_VERSION = 1
@@ -232,24 +208,6 @@ class Bundle:
             raise BundleError(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class SessionRun:
-    """What running a session produced: the transcript (normalized text), the trace, and one
-    result per prompt."""
-
-    transcript: str
-    trace: list[TraceEvent]
-    results: list[QueryResult]
-    unplayed: list[int] = field(default_factory=list)
-    # Every request in order, with its fingerprint (and whether the cassette had it).
-    requests: list[LoggedRequest] = field(default_factory=list)
-
-    def behaviour(self, session: str, prompts: Sequence[str]) -> BehaviourTrace:
-        """The behaviour trace of this run, redacted (`replay.redact.redactor`) as its file is."""
-        trace = extract_trace(session, prompts, self.trace, self.requests)
-        return BehaviourTrace.from_json(current_redactor().redact_value(trace.to_json()))
-
-
 def load_bundle(path: Path) -> Bundle:
     """Read and check a bundle folder."""
     path = Path(path)
@@ -343,188 +301,9 @@ def _special_kind(path: str) -> str:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
-async def record_bundle(
-    out: Path,
-    *,
-    prompts: Sequence[str] = (),
-    scenario: Scenario | Path | None = None,
-    workspace: Path | None = None,
-    settings: EngineSettings | None = None,
-    seed: int = 0,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    options: SessionOptions | None = None,
-    wait: float = 0.0,
-    on_wait: Callable[[int | None], None] | None = None,
-) -> Bundle:
-    """Record a session into the bundle folder ``out``: against the fake model serving
-    ``scenario`` on loopback (the real record path, without a key), or, with no scenario, live
-    against the API at ``base_url`` with ``api_key``. The folder is written whole or not at all,
-    under the bundle's writer lock: if another process holds it, wait up to ``wait`` seconds
-    (``on_wait`` is told its pid), then raise ``BundleBusyError``."""
-    out = Path(out)
-    scenario_text: str | None = None
-    if isinstance(scenario, Path):
-        # Loaded (and so checked) first: a file that is not a scenario is never read as text.
-        scenario_path, scenario = scenario, load_scenario(scenario)
-        scenario_text = scenario_path.read_text(encoding="utf-8")
-    if scenario is not None:
-        # A scenario file may carry its own prompts, settings and session options; what the
-        # caller passes wins.
-        prompts = prompts or scenario.prompts
-        try:
-            if options is None and scenario.session:
-                options = session_options_from(scenario.session, source="The scenario", prefix="session.")
-            if settings is None and scenario.settings:
-                settings = engine_settings_from(scenario.settings, source="The scenario")
-        except SchemaError as exc:
-            raise BundleError(str(exc)) from None
-    settings = settings or EngineSettings()
-    if not prompts:
-        raise BundleError("Nothing to submit: give at least one prompt (or list them under 'prompts' in the scenario).")
-    live = scenario is None
-    if live and not api_key:
-        raise BundleError("A live recording needs an API key: set ANTHROPIC_API_KEY (or pass api_key).")
-    spec = SessionSpec(
-        prompts=tuple(prompts),
-        settings=settings,
-        seed=seed,
-        live=live,
-        scenario=SCENARIO_FILE if scenario is not None else None,
-        options=options or SessionOptions(),
-    )
-    write = begin_bundle_write(out, wait=wait, on_wait=on_wait)
-    staging = write.staging
-    try:
-        _copy_workspace(workspace, staging / WORKSPACE_DIR)
-        # Before the session runs in it: the recording and every replay read the same redacted
-        # files, and a secret in the workspace never reaches a tool result.
-        redact_tree(staging / WORKSPACE_DIR)
-        if not any((staging / WORKSPACE_DIR).iterdir()):
-            # git keeps no empty folder, and a bundle without its workspace/ is incomplete.
-            (staging / WORKSPACE_DIR / ".keep").write_text("", encoding="utf-8")
-        server = FakeModelServer(FakeModel(scenario)) if scenario is not None else None
-        if server is not None:
-            base_url = server.start()
-        try:
-            run = await _run_session(
-                spec,
-                staging / WORKSPACE_DIR,
-                cassette=staging / CASSETTE_FILE,
-                mode=RecordMode.ALL,
-                api_key=api_key or PLACEHOLDER_KEY,
-                base_url=base_url,
-                stored_base_url=(base_url, FAKE_SERVER_BASE_URL) if server is not None and base_url else None,
-            )
-        finally:
-            if server is not None:
-                server.stop()
-        # Every file through the one redaction pass (replay.redact.redactor) before it reaches disk.
-        write_redacted(staging / TRANSCRIPT_FILE, run.transcript)
-        behaviour = run.behaviour(out.name, spec.prompts)
-        write_redacted(staging / TRACE_JSON_FILE, behaviour.dumps())
-        write_redacted(staging / TRACE_TEXT_FILE, render_text(behaviour))
-        write_redacted(staging / SESSION_FILE, spec.to_json())
-        if scenario is not None:
-            write_redacted(staging / SCENARIO_FILE, scenario_text or _scenario_yaml(scenario))
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
-        write.release()
-    return load_bundle(out)
-
-
-async def replay_bundle(bundle: Bundle | Path, *, strict: bool = True) -> SessionRun:
-    """Re-execute a bundle offline: a fresh engine in a temp copy of its workspace, the tools
-    really running, every model call answered from the cassette."""
-    if not isinstance(bundle, Bundle):
-        bundle = load_bundle(bundle)
-    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RUN)) as temp:
-        workspace = Path(temp) / WORKSPACE_DIR
-        _copy_workspace(bundle.workspace_path, workspace)
-        return await _run_session(
-            bundle.spec, workspace, cassette=bundle.cassette_path, mode=RecordMode.NONE, strict=strict
-        )
-
-
-async def _run_session(
-    spec: SessionSpec,
-    workspace: Path,
-    *,
-    cassette: Path,
-    mode: RecordMode,
-    api_key: str = PLACEHOLDER_KEY,
-    base_url: str | None = None,
-    strict: bool = False,
-    stored_base_url: tuple[str, str] | None = None,
-) -> SessionRun:
-    """Run ``spec``'s prompts in a scratch copy of ``workspace`` (so the bundle's own files
-    never change), recording into or replaying from ``cassette``."""
-    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.SESSION)) as temp:
-        run_workspace = Path(temp) / WORKSPACE_DIR
-        shutil.copytree(workspace, run_workspace, symlinks=True)
-        session_dir = Path(temp) / "session"
-        results: list[QueryResult] = []
-        with CassetteRecorder(
-            cassette,
-            mode=mode,
-            workspace=run_workspace,
-            session_dir=session_dir,
-            strict=strict,
-            stored_base_url=stored_base_url,
-        ) as recorder:
-            async with recorder.async_client() as http_client:
-                model = AnthropicModel(http_client=http_client, api_key=api_key, base_url=base_url)
-                deps = (
-                    QueryDeps.live(model)
-                    if spec.live and mode is not RecordMode.NONE
-                    else QueryDeps.deterministic(model, seed=spec.seed)
-                )
-                tools = [tool for tool in default_tools() if tool.name in spec.tools]
-                engine = QueryEngine(
-                    deps=deps,
-                    workspace=run_workspace,
-                    session_dir=session_dir,
-                    settings=spec.settings,
-                    tools=tools,
-                    hooks=spec.options.build_hooks(),
-                    can_use_tool=spec.options.build_permissions(),
-                    tool_environment=spec.options.tool_environment(
-                        live_recording=spec.live and mode is not RecordMode.NONE
-                    ),
-                )
-                interrupts: list[int] = []
-                for index, prompt in enumerate(spec.prompts):
-                    minutes = spec.options.minutes_before(index)
-                    if minutes and isinstance(deps.clock, ManualClock):
-                        deps.clock.advance(minutes * 60)
-                    async for item in engine.submit_message(prompt):
-                        if isinstance(item, QueryResult):
-                            results.append(item)
-                        elif spec.options.should_interrupt(item, interrupts):
-                            engine.abort()
-                engine.close()
-            unplayed = recorder.unplayed()
-            requests = list(recorder.request_log)
-        transcript = (session_dir / "transcript.jsonl").read_text(encoding="utf-8")
-        transcript = _normalize_paths(transcript, run_workspace, session_dir)
-        # Redacted as the recorded transcript was, so a replay compares like with like.
-        transcript = current_redactor().redact_text(transcript)
-        return SessionRun(
-            transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed, requests=requests
-        )
-
-
-def _normalize_paths(text: str, workspace: Path, session_dir: Path) -> str:
-    for path, placeholder in ((workspace, WORKSPACE_PLACEHOLDER), (session_dir, SESSION_PLACEHOLDER)):
-        for variant in {str(path), os.path.realpath(path)}:
-            text = text.replace(json.dumps(variant)[1:-1], placeholder)
-    return text
-
-
-def _copy_workspace(source: Path | None, target: Path) -> None:
+def copy_workspace(source: Path | None, target: Path) -> None:
+    """Copy the workspace ``source`` (an empty one if None) to ``target``, after the checks
+    loading a bundle makes: a recording copies a workspace into a bundle, a replay out of one."""
     if source is None:
         target.mkdir(parents=True)
         return
@@ -534,7 +313,3 @@ def _copy_workspace(source: Path | None, target: Path) -> None:
     # would refuse, and a Bundle may have been built before its folder changed.
     _check_workspace_tree(source)
     shutil.copytree(source, target, symlinks=True)
-
-
-def _scenario_yaml(scenario: Scenario) -> str:
-    return yaml.safe_dump(scenario_to_document(scenario), sort_keys=False, allow_unicode=True)

@@ -9,7 +9,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replay.session.bundle import BUNDLE_FILES, SCENARIO_FILE, WORKSPACE_DIR, BundleError, load_bundle, record_bundle
+from replay.session.bundle import BUNDLE_FILES, SCENARIO_FILE, WORKSPACE_DIR, BundleError, load_bundle
+from replay.session.recording import record_bundle
 from replay.storage.bundle_lock import reading_generation
 from replay.storage.stale_folders import ScratchKind, scratch_prefix
 

@@ -18,16 +18,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from replay.session.bundle import (
-    TRACE_JSON_FILE,
-    TRACE_TEXT_FILE,
-    TRANSCRIPT_FILE,
-    Bundle,
-    BundleError,
-    load_bundle,
-    replay_bundle,
-)
+from replay.session.bundle import TRACE_JSON_FILE, TRACE_TEXT_FILE, TRANSCRIPT_FILE, Bundle, BundleError, load_bundle
 from replay.session.bundle_swap import rewrite_bundle
+from replay.session.session_run import replay_bundle
 from replay.storage.bundle_lock import bundle_write_lock, reading_generation
 from replay.trace.behaviour import BehaviourTrace, render_text
 from replay.trace.diff import diff_traces, diff_transcripts

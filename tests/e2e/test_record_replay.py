@@ -12,7 +12,9 @@ import pytest
 import vcr
 
 from replay.cassette import SERIALIZER_NAME, load_cassette, register_with_vcr
-from replay.session.bundle import load_bundle, record_bundle, replay_bundle
+from replay.session.bundle import load_bundle
+from replay.session.recording import record_bundle
+from replay.session.session_run import replay_bundle
 
 SCENARIO = """\
 version: 1

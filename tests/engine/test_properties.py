@@ -46,7 +46,9 @@ from replay.cassette import load_cassette
 from replay.fake.blocks import count_message_events
 from replay.fake.scenario import Scenario
 from replay.schema.options import InterruptAt, SessionOptions
-from replay.session.bundle import Bundle, SessionRun, record_bundle, replay_bundle
+from replay.session.bundle import Bundle
+from replay.session.recording import record_bundle
+from replay.session.session_run import SessionRun, replay_bundle
 from tests.engine.conftest import Session, assert_pairing, make_session
 
 JsonDict = dict[str, Any]

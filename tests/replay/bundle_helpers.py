@@ -13,7 +13,7 @@ from typing import Any
 
 from engine import EngineSettings
 from replay.fake.scenario import Scenario
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 
 DONE = {"content": [{"text": "Done."}]}
 SUMMARY = {"content": [{"text": "Summary: we listed the files."}]}

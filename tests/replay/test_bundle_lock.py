@@ -34,7 +34,7 @@ import yaml
 from typer.testing import CliRunner
 
 from replay.cli.app import app
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 from replay.session.runner import run_bundle
 from replay.session.verify import MATCH, verify_bundle
 from replay.storage.bundle_lock import reading_generation
@@ -250,7 +250,7 @@ async def test_run_update_swaps_in_a_whole_new_bundle(tmp_path: Path) -> None:
 WRITER = """
 import asyncio, sys
 from pathlib import Path
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 out, scenario, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 count = 0
 while not stop.exists():

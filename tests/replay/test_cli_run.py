@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from replay.cli.app import app
-from replay.session.bundle import record_bundle
 from replay.session.demo import DEMO_DIR, DEMO_PROMPT
+from replay.session.recording import record_bundle
 from replay.session.runner import run_bundle
 from replay.trace.behaviour import render_text
 from tests.replay.bundle_helpers import (

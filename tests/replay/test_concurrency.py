@@ -22,7 +22,8 @@ import pytest
 from replay.cassette import load_cassette
 from replay.cassette.fingerprints import canonical_json
 from replay.fake.scenario import Scenario
-from replay.session.bundle import record_bundle, replay_bundle
+from replay.session.recording import record_bundle
+from replay.session.session_run import replay_bundle
 from replay.session.verify import MATCH, BundleSummary, start_workers, verify_bundles
 from replay.trace.behaviour import render_text
 
@@ -30,7 +31,7 @@ REPLAYS = 8
 # Not forked from the test process, which may be running threads (servers of other tests): a
 # fork server, started clean, imports the engine once and forks each worker from there.
 WORKERS = multiprocessing.get_context("forkserver")
-WORKERS.set_forkserver_preload(["replay.session.bundle", "replay.session.verify"])
+WORKERS.set_forkserver_preload(["replay.session.session_run", "replay.session.verify"])
 
 
 def tool_use(name: str, **tool_input: Any) -> dict[str, Any]:

@@ -45,7 +45,8 @@ from replay.cassette.record import CassetteRecorder, RecordMode
 from replay.fake.model import FakeModel
 from replay.fake.scenario import Scenario
 from replay.fake.server import FakeModelServer
-from replay.session.bundle import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY, record_bundle
+from replay.session.bundle import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY
+from replay.session.recording import record_bundle
 from replay.session.scrub_files import files_below
 from replay.session.verify import find_bundles
 

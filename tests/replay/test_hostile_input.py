@@ -25,14 +25,16 @@ from typing import Any
 import pytest
 
 import replay.cassette._io as cassette_io
-import replay.session.bundle as session_module
+import replay.session.session_run as session_module
 from replay.cassette import Cassette, CassetteError, dumps_cassette, load_cassette, loads_cassette
 from replay.cassette._vcr import AtomicPersister
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.record import CassetteRecorder, RecordMode
 from replay.fake.scenario import Scenario
-from replay.session.bundle import BundleError, load_bundle, record_bundle, replay_bundle
+from replay.session.bundle import BundleError, load_bundle
+from replay.session.recording import record_bundle
 from replay.session.runner import run_bundle
+from replay.session.session_run import replay_bundle
 from replay.session.verify import ERROR, verify_bundle
 
 NOTES = "# Notes\nThe parser accepts trailing commas.\n"
@@ -80,7 +82,7 @@ def nothing_is_copied_or_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         raise AssertionError("the session was run")
 
     monkeypatch.setattr(session_module.shutil, "copytree", copytree)
-    monkeypatch.setattr(session_module, "_run_session", run_session)
+    monkeypatch.setattr(session_module, "run_session", run_session)
     return started
 
 

@@ -49,7 +49,7 @@ def test_a_fifo_and_3_gb_files_made_by_bash_are_read_safely_when_recorded_and_re
         import asyncio
         from pathlib import Path
         from replay.session.runner import run_bundle
-        from replay.session.bundle import record_bundle
+        from replay.session.recording import record_bundle
         asyncio.run(record_bundle(Path({str(bundle)!r}), scenario=Path({str(scenario)!r})))
         print(asyncio.run(run_bundle(Path({str(bundle)!r}))).verdict.value)
         """

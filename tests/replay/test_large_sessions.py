@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 
 CONTENT_BYTES = 10_000_000
 

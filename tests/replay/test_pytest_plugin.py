@@ -15,7 +15,7 @@ import pytest
 from replay.fake.scenario import Scenario
 from replay.pytest_plugin import NetworkGuard, locate_cassette
 from replay.schema.options import SessionOptions
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 from tests.replay.bundle_helpers import held_by_another_process
 
 pytest_plugins = ["pytester"]

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from replay.cli.app import app
 from replay.fake.scenario import Scenario
 from replay.redact.redactor import MIN_SECRET_LENGTH, Redactor, current_redactor
-from replay.session.bundle import record_bundle
+from replay.session.recording import record_bundle
 from replay.session.runner import Verdict, run_bundle
 
 runner = CliRunner()

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from replay.fake.scenario import Scenario
-from replay.session.bundle import BundleError, load_bundle, record_bundle, replay_bundle
+from replay.session.bundle import BundleError, load_bundle
+from replay.session.recording import record_bundle
+from replay.session.session_run import replay_bundle
 
 ANSWER = Scenario.from_list([{"content": [{"text": "Hello."}]}])
 

@@ -15,7 +15,8 @@ from engine import NetworkPolicy, ToolEnvironment
 from replay.fake.scenario import Scenario, load_scenario
 from replay.fake.scenario_writer import scenario_to_document
 from replay.schema.options import SessionOptions, SessionOptionsError
-from replay.session.bundle import SessionSpec, load_bundle, record_bundle
+from replay.session.bundle import SessionSpec, load_bundle
+from replay.session.recording import record_bundle
 
 
 def test_env_sets_named_variables_to_the_values_stored_with_the_session() -> None:

@@ -10,7 +10,8 @@ from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.location import PyTestLocation
 
 from replay.fake.scenario import Scenario
-from replay.session.bundle import SessionRun, record_bundle, replay_bundle
+from replay.session.recording import record_bundle
+from replay.session.session_run import SessionRun, replay_bundle
 from replay.trace.behaviour import BehaviourTrace, render_text
 from replay.trace.snapshot import TraceSnapshotExtension, serialize_trace
 

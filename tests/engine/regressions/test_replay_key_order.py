@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from replay.fake.scenario import Scenario
-from replay.session.bundle import record_bundle, replay_bundle
+from replay.session.recording import record_bundle
+from replay.session.session_run import replay_bundle
 
 DROPPED_BEFORE_ANY_EVENT = {"fault": "drop_connection", "after_events": 0, "content": []}
 WRITE = {"content": [{"tool_use": {"name": "Write", "input": {"file_path": "out/new.txt", "content": "new\n"}}}]}

@@ -30,8 +30,10 @@ from engine import EngineSettings
 from engine.tools import ToolUseContext
 from replay.fake.scenario import Scenario
 from replay.schema.options import SessionOptions
-from replay.session.bundle import SessionSpec, load_bundle, record_bundle, replay_bundle
+from replay.session.bundle import SessionSpec, load_bundle
+from replay.session.recording import record_bundle
 from replay.session.runner import run_bundle
+from replay.session.session_run import replay_bundle
 from tests.engine.tools.network_probe import FETCH_COMMAND
 
 OUTSIDE = "Path '{}' is outside the workspace; tools may only touch files inside it."

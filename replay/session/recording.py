@@ -1,0 +1,141 @@
+"""Recording a session into a bundle: against the fake model serving a scenario on loopback
+(the real record path, without a key) or live against the API. The workspace is copied and
+redacted first, every file goes through the one redaction pass, and the folder is written whole
+or not at all, under the bundle's writer lock.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import yaml
+
+from engine import EngineSettings
+from replay.cassette.record import RecordMode
+from replay.fake.model import FakeModel
+from replay.fake.scenario import Scenario, load_scenario
+from replay.fake.scenario_writer import scenario_to_document
+from replay.fake.server import FakeModelServer
+from replay.redact.files import redact_tree, write_redacted
+from replay.schema.documents import SchemaError, engine_settings_from, session_options_from
+from replay.schema.options import SessionOptions
+from replay.session.bundle import (
+    CASSETTE_FILE,
+    FAKE_SERVER_BASE_URL,
+    PLACEHOLDER_KEY,
+    SCENARIO_FILE,
+    SESSION_FILE,
+    TRACE_JSON_FILE,
+    TRACE_TEXT_FILE,
+    TRANSCRIPT_FILE,
+    WORKSPACE_DIR,
+    Bundle,
+    BundleError,
+    SessionSpec,
+    copy_workspace,
+    load_bundle,
+)
+from replay.session.bundle_swap import begin_bundle_write, swap_into_place
+from replay.session.session_run import run_session
+from replay.trace.behaviour import render_text
+
+__all__ = ["record_bundle"]
+
+
+async def record_bundle(
+    out: Path,
+    *,
+    prompts: Sequence[str] = (),
+    scenario: Scenario | Path | None = None,
+    workspace: Path | None = None,
+    settings: EngineSettings | None = None,
+    seed: int = 0,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    options: SessionOptions | None = None,
+    wait: float = 0.0,
+    on_wait: Callable[[int | None], None] | None = None,
+) -> Bundle:
+    """Record a session into the bundle folder ``out``: against the fake model serving
+    ``scenario`` on loopback (the real record path, without a key), or, with no scenario, live
+    against the API at ``base_url`` with ``api_key``. The folder is written whole or not at all,
+    under the bundle's writer lock: if another process holds it, wait up to ``wait`` seconds
+    (``on_wait`` is told its pid), then raise ``BundleBusyError``."""
+    out = Path(out)
+    scenario_text: str | None = None
+    if isinstance(scenario, Path):
+        # Loaded (and so checked) first: a file that is not a scenario is never read as text.
+        scenario_path, scenario = scenario, load_scenario(scenario)
+        scenario_text = scenario_path.read_text(encoding="utf-8")
+    if scenario is not None:
+        # A scenario file may carry its own prompts, settings and session options; what the
+        # caller passes wins.
+        prompts = prompts or scenario.prompts
+        try:
+            if options is None and scenario.session:
+                options = session_options_from(scenario.session, source="The scenario", prefix="session.")
+            if settings is None and scenario.settings:
+                settings = engine_settings_from(scenario.settings, source="The scenario")
+        except SchemaError as exc:
+            raise BundleError(str(exc)) from None
+    settings = settings or EngineSettings()
+    if not prompts:
+        raise BundleError("Nothing to submit: give at least one prompt (or list them under 'prompts' in the scenario).")
+    live = scenario is None
+    if live and not api_key:
+        raise BundleError("A live recording needs an API key: set ANTHROPIC_API_KEY (or pass api_key).")
+    spec = SessionSpec(
+        prompts=tuple(prompts),
+        settings=settings,
+        seed=seed,
+        live=live,
+        scenario=SCENARIO_FILE if scenario is not None else None,
+        options=options or SessionOptions(),
+    )
+    write = begin_bundle_write(out, wait=wait, on_wait=on_wait)
+    staging = write.staging
+    try:
+        copy_workspace(workspace, staging / WORKSPACE_DIR)
+        # Before the session runs in it: the recording and every replay read the same redacted
+        # files, and a secret in the workspace never reaches a tool result.
+        redact_tree(staging / WORKSPACE_DIR)
+        if not any((staging / WORKSPACE_DIR).iterdir()):
+            # git keeps no empty folder, and a bundle without its workspace/ is incomplete.
+            (staging / WORKSPACE_DIR / ".keep").write_text("", encoding="utf-8")
+        server = FakeModelServer(FakeModel(scenario)) if scenario is not None else None
+        if server is not None:
+            base_url = server.start()
+        try:
+            run = await run_session(
+                spec,
+                staging / WORKSPACE_DIR,
+                cassette=staging / CASSETTE_FILE,
+                mode=RecordMode.ALL,
+                api_key=api_key or PLACEHOLDER_KEY,
+                base_url=base_url,
+                stored_base_url=(base_url, FAKE_SERVER_BASE_URL) if server is not None and base_url else None,
+            )
+        finally:
+            if server is not None:
+                server.stop()
+        # Every file through the one redaction pass (replay.redact.redactor) before it reaches disk.
+        write_redacted(staging / TRANSCRIPT_FILE, run.transcript)
+        behaviour = run.behaviour(out.name, spec.prompts)
+        write_redacted(staging / TRACE_JSON_FILE, behaviour.dumps())
+        write_redacted(staging / TRACE_TEXT_FILE, render_text(behaviour))
+        write_redacted(staging / SESSION_FILE, spec.to_json())
+        if scenario is not None:
+            write_redacted(staging / SCENARIO_FILE, scenario_text or _scenario_yaml(scenario))
+        swap_into_place(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        write.release()
+    return load_bundle(out)
+
+
+def _scenario_yaml(scenario: Scenario) -> str:
+    return yaml.safe_dump(scenario_to_document(scenario), sort_keys=False, allow_unicode=True)

@@ -1,0 +1,141 @@
+"""Running a bundle's session: a fresh engine in a scratch copy of the workspace, its tools
+really running, every model call recorded into or answered from a cassette, and the transcript
+written with the folders it ran in replaced by ``<workspace>`` and ``<session>`` — so a bundle
+replays the same from any folder. ``replay_bundle`` re-executes a bundle offline;
+`replay.session.recording` runs a session the same way to record one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine import AnthropicModel, ManualClock, QueryDeps, QueryEngine, QueryResult, TraceEvent, default_tools
+from replay.cassette.record import CassetteRecorder, RecordMode
+from replay.cassette.transport import LoggedRequest
+from replay.redact.redactor import current_redactor
+from replay.session.bundle import (
+    PLACEHOLDER_KEY,
+    SESSION_PLACEHOLDER,
+    WORKSPACE_DIR,
+    WORKSPACE_PLACEHOLDER,
+    Bundle,
+    SessionSpec,
+    copy_workspace,
+    load_bundle,
+)
+from replay.storage.stale_folders import ScratchKind, scratch_prefix
+from replay.trace.behaviour import BehaviourTrace, extract_trace
+
+__all__ = ["SessionRun", "replay_bundle", "run_session"]
+
+
+@dataclass(frozen=True)
+class SessionRun:
+    """What running a session produced: the transcript (normalized text), the trace, and one
+    result per prompt."""
+
+    transcript: str
+    trace: list[TraceEvent]
+    results: list[QueryResult]
+    unplayed: list[int] = field(default_factory=list)
+    # Every request in order, with its fingerprint (and whether the cassette had it).
+    requests: list[LoggedRequest] = field(default_factory=list)
+
+    def behaviour(self, session: str, prompts: Sequence[str]) -> BehaviourTrace:
+        """The behaviour trace of this run, redacted (`replay.redact.redactor`) as its file is."""
+        trace = extract_trace(session, prompts, self.trace, self.requests)
+        return BehaviourTrace.from_json(current_redactor().redact_value(trace.to_json()))
+
+
+async def replay_bundle(bundle: Bundle | Path, *, strict: bool = True) -> SessionRun:
+    """Re-execute a bundle offline: a fresh engine in a temp copy of its workspace, the tools
+    really running, every model call answered from the cassette."""
+    if not isinstance(bundle, Bundle):
+        bundle = load_bundle(bundle)
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RUN)) as temp:
+        workspace = Path(temp) / WORKSPACE_DIR
+        copy_workspace(bundle.workspace_path, workspace)
+        return await run_session(
+            bundle.spec, workspace, cassette=bundle.cassette_path, mode=RecordMode.NONE, strict=strict
+        )
+
+
+async def run_session(
+    spec: SessionSpec,
+    workspace: Path,
+    *,
+    cassette: Path,
+    mode: RecordMode,
+    api_key: str = PLACEHOLDER_KEY,
+    base_url: str | None = None,
+    strict: bool = False,
+    stored_base_url: tuple[str, str] | None = None,
+) -> SessionRun:
+    """Run ``spec``'s prompts in a scratch copy of ``workspace`` (so the bundle's own files
+    never change), recording into or replaying from ``cassette``."""
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.SESSION)) as temp:
+        run_workspace = Path(temp) / WORKSPACE_DIR
+        shutil.copytree(workspace, run_workspace, symlinks=True)
+        session_dir = Path(temp) / "session"
+        results: list[QueryResult] = []
+        with CassetteRecorder(
+            cassette,
+            mode=mode,
+            workspace=run_workspace,
+            session_dir=session_dir,
+            strict=strict,
+            stored_base_url=stored_base_url,
+        ) as recorder:
+            async with recorder.async_client() as http_client:
+                model = AnthropicModel(http_client=http_client, api_key=api_key, base_url=base_url)
+                deps = (
+                    QueryDeps.live(model)
+                    if spec.live and mode is not RecordMode.NONE
+                    else QueryDeps.deterministic(model, seed=spec.seed)
+                )
+                tools = [tool for tool in default_tools() if tool.name in spec.tools]
+                engine = QueryEngine(
+                    deps=deps,
+                    workspace=run_workspace,
+                    session_dir=session_dir,
+                    settings=spec.settings,
+                    tools=tools,
+                    hooks=spec.options.build_hooks(),
+                    can_use_tool=spec.options.build_permissions(),
+                    tool_environment=spec.options.tool_environment(
+                        live_recording=spec.live and mode is not RecordMode.NONE
+                    ),
+                )
+                interrupts: list[int] = []
+                for index, prompt in enumerate(spec.prompts):
+                    minutes = spec.options.minutes_before(index)
+                    if minutes and isinstance(deps.clock, ManualClock):
+                        deps.clock.advance(minutes * 60)
+                    async for item in engine.submit_message(prompt):
+                        if isinstance(item, QueryResult):
+                            results.append(item)
+                        elif spec.options.should_interrupt(item, interrupts):
+                            engine.abort()
+                engine.close()
+            unplayed = recorder.unplayed()
+            requests = list(recorder.request_log)
+        transcript = (session_dir / "transcript.jsonl").read_text(encoding="utf-8")
+        transcript = _normalize_paths(transcript, run_workspace, session_dir)
+        # Redacted as the recorded transcript was, so a replay compares like with like.
+        transcript = current_redactor().redact_text(transcript)
+        return SessionRun(
+            transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed, requests=requests
+        )
+
+
+def _normalize_paths(text: str, workspace: Path, session_dir: Path) -> str:
+    for path, placeholder in ((workspace, WORKSPACE_PLACEHOLDER), (session_dir, SESSION_PLACEHOLDER)):
+        for variant in {str(path), os.path.realpath(path)}:
+            text = text.replace(json.dumps(variant)[1:-1], placeholder)
+    return text
