@@ -1,6 +1,7 @@
 """What the loop did: behaviour traces drawn from a session's events and requests
 (`behaviour`: `BehaviourTrace`, text and mermaid renderings), their differences told in the
-loop's terms (`diff`), and the syrupy extension that snapshot-tests them (`snapshot`).
+loop's terms (`diff`, with the compactions matched up in `compaction_diff`), and the syrupy
+extension that snapshot-tests them (`snapshot`).
 
 May import: `replay.cassette`, `engine`.
 """

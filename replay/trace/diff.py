@@ -14,7 +14,6 @@ import difflib
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from replay.cassette.fingerprints import Normalizer
 from replay.cassette.jsondiff import differing_paths
 from replay.storage.bundle_files import MAX_TRACE_BYTES, read_capped_text
 from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace
+from replay.trace.compaction_diff import compaction_differences
 
 __all__ = [
     "Explain",
@@ -48,7 +48,7 @@ def diff_traces(a: BehaviourTrace, b: BehaviourTrace, *, explain: Explain | None
     lines: list[str] = []
     if len(a.prompts) != len(b.prompts):
         lines.append(f"{_count(len(a.prompts), 'prompt')} → {len(b.prompts)} submitted.")
-    lines.extend(_compaction_differences(a, b))
+    lines.extend(compaction_differences(a, b))
     for number, (before, after) in enumerate(zip_longest(a.prompts, b.prompts), start=1):
         if after is None:
             lines.append(f"prompt {number} ({_quote(before.prompt)}) is no longer submitted.")
@@ -286,90 +286,6 @@ def _budget(budget: dict[str, Any] | None) -> str:
     if budget is None:
         return "none"
     return f"{'continue' if budget.get('continue') else 'stop'} at {budget.get('pct')}%"
-
-
-# --- compactions -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Compaction:
-    prompt: int
-    pass_index: int | None  # None: between prompts, before the prompt's first pass
-    entry: dict[str, Any]
-
-    @property
-    def key(self) -> tuple[str, str]:
-        kind = "failure" if "failed" in self.entry else "boundary" if self.entry.get("boundary") else "change"
-        return str(self.entry.get("tier")), kind
-
-    @property
-    def name(self) -> str:
-        tier, kind = self.key
-        return f"{tier} {kind}" if kind != "change" else f"{tier} compaction"
-
-    @property
-    def place(self) -> tuple[int, int | None, Any]:
-        return self.prompt, self.pass_index, self.tokens
-
-    @property
-    def tokens(self) -> Any:
-        return self.entry.get("tokens_before")
-
-    def where(self, *, same_prompt_as: _Compaction | None = None) -> str:
-        prompt = "" if same_prompt_as is not None and same_prompt_as.prompt == self.prompt else f"prompt {self.prompt} "
-        if self.pass_index is None:
-            return f"before prompt {self.prompt}"
-        return f"before {prompt}pass {self.pass_index}"
-
-    def at(self, *, same_prompt_as: _Compaction | None = None) -> str:
-        tokens = f" at {self.tokens:,} tokens" if isinstance(self.tokens, int) else ""
-        return self.where(same_prompt_as=same_prompt_as) + tokens
-
-
-def _compactions(trace: BehaviourTrace) -> list[_Compaction]:
-    found = []
-    for number, prompt in enumerate(trace.prompts, start=1):
-        found.extend(_Compaction(number, None, entry) for entry in prompt.before)
-        for index, trace_pass in enumerate(prompt.passes, start=1):
-            found.extend(_Compaction(number, index, entry) for entry in trace_pass.compactions)
-    return found
-
-
-def _compaction_differences(a: BehaviourTrace, b: BehaviourTrace) -> list[str]:
-    before, after = _compactions(a), _compactions(b)
-    lines: list[str] = []
-    for key in dict.fromkeys([c.key for c in before] + [c.key for c in after]):
-        olds = [c for c in before if c.key == key]
-        news = [c for c in after if c.key == key]
-        # The same place and size first; then what is left pairs up in order (a moved one).
-        for old in list(olds):
-            same = next((n for n in news if n.place == old.place), None)
-            if same is not None:
-                olds.remove(old)
-                news.remove(same)
-                details = _compaction_details(old.entry, same.entry)
-                if details:
-                    lines.append(f"{old.name} {old.where()} changed: {'; '.join(details)}.")
-        for old, new in zip(olds, news, strict=False):
-            lines.append(f"{old.name} moved: {old.at()} → {new.at(same_prompt_as=old)}.")
-        for old in olds[len(news) :]:
-            lines.append(f"{old.name} no longer happens (was {old.at()}).")
-        for new in news[len(olds) :]:
-            lines.append(f"{new.name} now happens {new.at()}.")
-    return lines
-
-
-def _compaction_details(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    details = []
-    for key in sorted((set(a) | set(b)) - {"tier", "boundary", "requests", "tokens_before"}):
-        was, now = a.get(key), b.get(key)
-        if was != now:
-            label = key.replace("_", " ")
-            if isinstance(was, list) or isinstance(now, list):
-                details.append(f"{label} {len(was or [])} → {len(now or [])}")
-            else:
-                details.append(f"{label} {was} → {now}")
-    return details
 
 
 # --- request bodies ----------------------------------------------------------------------------
