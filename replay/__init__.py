@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# public name -> the subpackage that exports it (tests/replay/test_exports.py checks this table
+# public name -> the subpackage that exports it (tests/test_exports.py checks this table
 # against the subpackages' __all__)
 _EXPORTS: dict[str, str] = {
     "AgentReplaySerializer": "replay.cassette",
