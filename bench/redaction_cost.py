@@ -30,7 +30,8 @@ import replay.cassette.scrub
 import replay.redact.files
 import replay.session.scrub_files
 import replay.session.session_run
-from replay.redact.redactor import Detection, Redactor
+from replay.redact.kinds import Detection
+from replay.redact.redactor import Redactor
 from replay.session.bundle import load_bundle
 from replay.session.session_run import replay_bundle
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
-from replay.redact.redactor import SecretKind, current_redactor
+from replay.redact.kinds import SecretKind
+from replay.redact.redactor import current_redactor
 
 try:  # Either package provides the same module API.
     import brotli as _brotli

@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 
 from replay.cli.app import app
 from replay.fake.scenario import Scenario
-from replay.redact.redactor import MIN_SECRET_LENGTH, Redactor, current_redactor
+from replay.redact.kinds import MIN_SECRET_LENGTH
+from replay.redact.redactor import Redactor, current_redactor
 from replay.session.recording import record_bundle
 from replay.session.runner import Verdict, run_bundle
 
