@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import replay.cassette.scrub
+import replay.cassette.secret_scan
 import replay.redact.files
 import replay.session.scrub_files
 import replay.session.session_run
@@ -48,7 +49,13 @@ class _FindsNothing(Redactor):
 @contextmanager
 def _without_redaction() -> Iterator[None]:
     nothing = _FindsNothing()
-    modules = (replay.cassette.scrub, replay.session.session_run, replay.session.scrub_files, replay.redact.files)
+    modules = (
+        replay.cassette.scrub,
+        replay.cassette.secret_scan,
+        replay.session.session_run,
+        replay.session.scrub_files,
+        replay.redact.files,
+    )
     saved = [module.current_redactor for module in modules]
     for module in modules:
         module.current_redactor = lambda: nothing  # type: ignore[attr-defined]

@@ -47,8 +47,9 @@ change that a version-1 reader would misread or refuse bumps the version.
 
 The package also holds what reads and writes cassettes around a session: interactions
 (`interaction`), request fingerprints (`fingerprints`), path placeholders (`placeholders`),
-scrubbing (`scrub`), recording through vcrpy (`record`), replaying through an ``httpx2``
-transport (`transport`) and the respx adapter (`respx_adapter`).
+scrubbing (`scrub`), decoding compressed bodies (`content_encoding`), scanning a file for
+secrets left (`secret_scan`), recording through vcrpy (`record`), replaying through an
+``httpx2`` transport (`transport`) and the respx adapter (`respx_adapter`).
 
 May import: `replay.redact`, `replay.storage`. Never `replay.fake` or `replay.session`.
 """

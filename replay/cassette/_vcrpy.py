@@ -18,6 +18,7 @@ from http import HTTPStatus
 from typing import Any, Final
 
 from replay.cassette._content import FormatProblem
+from replay.cassette.content_encoding import ContentEncodingError, decode_content_encoding
 from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
@@ -27,7 +28,6 @@ from replay.cassette.interaction import (
     RecordedResponse,
     parse_sse,
 )
-from replay.cassette.scrub import ContentEncodingError, decode_content_encoding
 
 __all__ = [
     "FAULT_KEY",

@@ -1,12 +1,14 @@
-"""Secrets never reach disk: scrubbing before a cassette is written, and scanning after.
+"""Secrets never reach disk: scrubbing interactions (headers, bodies, SSE events, vcrpy's
+records) before a cassette is written. Scanning a written file is `secret_scan`; undoing a
+compressed body's encoding is `content_encoding`.
 
 What is dropped, what is redacted, and why:
 
 - Secret headers (`SECRET_HEADERS`: credentials, cookies, the organization id) are dropped from
   requests and responses.
 - Volatile request headers (`x-stainless-*`, ``user-agent``, ``host``, ``content-length``, ...)
-  vary by machine, attempt and SDK version and never take part in matching (DESIGN §2), so they
-  are dropped too: a re-recorded cassette then differs only where the conversation did.
+  vary by machine, attempt and SDK version and never take part in matching, so they are
+  dropped too: a re-recorded cassette then differs only where the conversation did.
 - Volatile response headers (``date``, ``content-length``, ``transfer-encoding``, ``cf-*``,
   ``x-envoy-*``, ``server-timing``, ``via``, ``alt-svc``, ...) are dropped for the same reason.
   ``anthropic-ratelimit-*`` (remaining counts and reset timestamps of the recording account) are
@@ -25,23 +27,13 @@ from __future__ import annotations
 
 import base64
 import copy
-import re
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final
 
+from replay.cassette.content_encoding import decode_content_encoding
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
-from replay.redact.kinds import SecretKind
 from replay.redact.redactor import current_redactor
-
-try:  # Either package provides the same module API.
-    import brotli as _brotli
-except ImportError:  # pragma: no cover - depends on the environment
-    try:
-        import brotlicffi as _brotli  # type: ignore[no-redef]
-    except ImportError:
-        _brotli = None
 
 __all__ = [
     "REDACTED",
@@ -50,11 +42,6 @@ __all__ = [
     "VOLATILE_REQUEST_HEADER_PREFIXES",
     "VOLATILE_RESPONSE_HEADERS",
     "VOLATILE_RESPONSE_HEADER_PREFIXES",
-    "ContentEncodingError",
-    "Finding",
-    "SecretKind",
-    "decode_content_encoding",
-    "find_secrets",
     "keeps_request_header",
     "keeps_response_header",
     "scrub_bytes",
@@ -110,34 +97,6 @@ VOLATILE_RESPONSE_HEADERS: Final = frozenset(
 )
 VOLATILE_RESPONSE_HEADER_PREFIXES: Final = ("cf-", "x-envoy-", "anthropic-ratelimit-")
 
-# A header name used as a key at the start of a line: YAML (`authorization:`, `- cookie:`),
-# JSON (`"authorization": [`) or a raw HTTP dump (`Authorization: Bearer ...`).
-_HEADER_LINE = re.compile(
-    r"""^\s*(?:-\s*)?["']?(?P<name>authorization|proxy-authorization|x-api-key|anthropic-organization-id|"""
-    r"""cookie|set-cookie)["']?\s*:(?P<value>.*)$""",
-    re.IGNORECASE,
-)
-
-
-class ContentEncodingError(ValueError):
-    """A compressed body cannot be decoded (corrupt, or its codec is not installed)."""
-
-    def __init__(self, problem: str, remedy: str) -> None:
-        super().__init__(f"{problem}; {remedy}")
-        self.problem = problem
-        self.remedy = remedy
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A secret left in a text: where (1-based line and column) and what kind. The secret itself
-    is not repeated, so a report can be printed safely."""
-
-    line: int
-    column: int
-    kind: SecretKind
-
-
 # ---------------------------------------------------------------------------------------------
 # Texts and values
 
@@ -156,27 +115,6 @@ def scrub_value(value: Any) -> Any:
     """A JSON value with every string (keys too) scrubbed: a copy, or the value itself when it
     holds nothing to scrub."""
     return current_redactor().redact_value(value)
-
-
-def find_secrets(text: str, *, binary: bool = False) -> list[Finding]:
-    """Every secret left in ``text`` (a saved cassette, say), in reading order: what the
-    redaction pass finds, and secret header lines (``authorization: ...``) not yet redacted."""
-    findings = {
-        Finding(line, column, detection.kind)
-        for line, column, detection in current_redactor().locate(text, binary=binary)
-    }
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _HEADER_LINE.match(line)
-        if header is not None and not _is_redacted(header.group("value")):
-            kind = SecretKind.COOKIE if "cookie" in header.group("name").lower() else SecretKind.AUTH_HEADER
-            findings.add(Finding(number, header.start("name") + 1, kind))
-    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
-
-
-def _is_redacted(value: str) -> bool:
-    # An empty value (or a bare `[`) means the value is on the next lines: YAML and JSON lists.
-    value = value.strip().strip("[],'\"").strip()
-    return bool(value) and (value.endswith(REDACTED) or value.startswith("REDACTED:"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,70 +281,3 @@ def _pop_header(headers: dict[str, list[str]], name: str) -> list[str]:
     for key in [k for k in headers if k.lower() == name]:
         return headers.pop(key)
     return []
-
-
-# ---------------------------------------------------------------------------------------------
-# Content encodings
-
-
-def decode_content_encoding(body: bytes, content_encoding: str) -> bytes:
-    """``body`` with its content-encoding (``gzip``, ``deflate``, ``br``, or a list of them)
-    undone. A body that is evidently not compressed (vcrpy may already have decoded it) is
-    returned as it is. Raises `ContentEncodingError` for corrupt data or an unknown codec."""
-    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
-    for coding in reversed(codings):
-        if coding == "identity":
-            continue
-        if coding in ("gzip", "x-gzip"):
-            if body[:2] == b"\x1f\x8b":
-                body = _bounded(body, zlib.MAX_WBITS | 16, "gzip")
-        elif coding == "deflate":
-            body = _inflate(body)
-        elif coding == "br":
-            if _brotli is None:
-                raise ContentEncodingError(
-                    "its body is brotli-compressed and the 'brotli' package is not installed",
-                    "install it (pip install brotli) to read this cassette",
-                )
-            try:
-                body = _brotli.decompress(body)
-            except _brotli.error:
-                pass  # Not brotli data: vcrpy's decode_compressed_response decoded it already.
-        else:
-            raise ContentEncodingError(
-                f"its body uses the content-encoding {coding!r}, which cannot be decoded",
-                "record it again without that encoding",
-            )
-    return body
-
-
-def _inflate(body: bytes) -> bytes:
-    for wbits in (zlib.MAX_WBITS, -zlib.MAX_WBITS):
-        try:
-            return _bounded(body, wbits, "deflate")
-        except ContentEncodingError as err:
-            if "too large" in str(err):
-                raise
-            continue
-    return body
-
-
-# A compressed body may not expand past this: a small file must not become a memory bomb.
-MAX_DECODED_BODY_BYTES = 256 * 1024 * 1024
-
-
-def _bounded(body: bytes, wbits: int, name: str) -> bytes:
-    """Decompress at most ``MAX_DECODED_BODY_BYTES``; a larger body is refused, not inflated."""
-    decompressor = zlib.decompressobj(wbits)
-    try:
-        data = decompressor.decompress(body, MAX_DECODED_BODY_BYTES)
-    except zlib.error as err:
-        raise ContentEncodingError(f"its {name} body is corrupt ({err})", "re-record it") from None
-    if not decompressor.eof and not decompressor.unconsumed_tail:
-        raise ContentEncodingError(f"its {name} body is corrupt (the compressed data ends early)", "re-record it")
-    if decompressor.unconsumed_tail:
-        raise ContentEncodingError(
-            f"its {name} body decompresses to more than {MAX_DECODED_BODY_BYTES // (1024 * 1024)} MiB (too large)",
-            "refuse it: a recorded answer is never that big",
-        )
-    return data

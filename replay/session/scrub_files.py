@@ -6,7 +6,7 @@ behind): only symbolic links are skipped, since one may lead out of the bundle (
 inside names is scanned where it is). A file that is not UTF-8 is read as latin-1, every byte a
 character, and scanned all the same; one with NUL bytes in it (binary) is scanned for known
 credentials, tokens and private keys only. A text is scanned with
-`replay.cassette.scrub.find_secrets`; a YAML or JSON file is also read as a document, so that a secret
+`replay.cassette.secret_scan.find_secrets`; a YAML or JSON file is also read as a document, so that a secret
 header (``authorization``, ``x-api-key``, ``cookie``, ...) under a ``headers:`` mapping is found
 wherever it sits on its line, as in a native cassette's one-line header mappings.
 
@@ -30,7 +30,9 @@ from typing import Final
 import yaml
 
 from replay.cassette import CassetteError, load_cassette, save_cassette
-from replay.cassette.scrub import REDACTED, SECRET_HEADERS, Finding, SecretKind, find_secrets
+from replay.cassette.scrub import REDACTED, SECRET_HEADERS
+from replay.cassette.secret_scan import Finding, find_secrets
+from replay.redact.kinds import SecretKind
 from replay.redact.redactor import current_redactor
 from replay.session.bundle import SESSION_FILE
 from replay.storage.atomic import atomic_write_text

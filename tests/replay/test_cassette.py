@@ -35,7 +35,7 @@ from replay.cassette.interaction import (
     RecordedResponse,
     SseEvent,
 )
-from replay.cassette.scrub import find_secrets
+from replay.cassette.secret_scan import find_secrets
 from replay.storage.strict_yaml import load_yaml
 
 URI = "https://api.anthropic.com/v1/messages"

@@ -236,7 +236,7 @@ def test_loads_names_the_source_it_is_given() -> None:
 
 
 def test_a_brotli_body_without_brotli_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("replay.cassette.scrub._brotli", None)  # as on a machine without the brotli package
+    monkeypatch.setattr("replay.cassette.content_encoding._brotli", None)  # as on a machine without the brotli package
     cassette = {
         "version": 1,
         "interactions": [

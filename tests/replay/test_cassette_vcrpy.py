@@ -33,7 +33,8 @@ from replay.cassette import (
     register_with_vcr,
 )
 from replay.cassette.interaction import BodyKind, FaultKind, RecordedFault, SseEvent
-from replay.cassette.scrub import find_secrets, scrub_vcr_request, scrub_vcr_response
+from replay.cassette.scrub import scrub_vcr_request, scrub_vcr_response
+from replay.cassette.secret_scan import find_secrets
 from replay.fake.blocks import TextBlock, ToolUseBlock, Turn
 from replay.fake.model import FakeModel
 from replay.fake.scenario import Scenario

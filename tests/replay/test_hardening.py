@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from replay.cassette import scrub
-from replay.cassette.scrub import ContentEncodingError, decode_content_encoding
+from replay.cassette import content_encoding
+from replay.cassette.content_encoding import ContentEncodingError, decode_content_encoding
 from replay.fake.blocks import ScenarioError
 from replay.fake.scenario import load_scenario
 
 
 def test_a_body_that_decompresses_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scrub, "MAX_DECODED_BODY_BYTES", 1_000)
+    monkeypatch.setattr(content_encoding, "MAX_DECODED_BODY_BYTES", 1_000)
     bomb = gzip.compress(b"\0" * 100_000)
     with pytest.raises(ContentEncodingError, match=r"decompresses to more than .* \(too large\)"):
         decode_content_encoding(bomb, "gzip")

@@ -12,9 +12,6 @@ from vcr.request import Request
 
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
 from replay.cassette.scrub import (
-    Finding,
-    SecretKind,
-    find_secrets,
     keeps_request_header,
     keeps_response_header,
     scrub_interaction,
@@ -22,6 +19,8 @@ from replay.cassette.scrub import (
     scrub_vcr_request,
     scrub_vcr_response,
 )
+from replay.cassette.secret_scan import Finding, find_secrets
+from replay.redact.kinds import SecretKind
 
 KEY = "sk-ant-api03-Zx9_secret-KEY-0123456789abcdef"
 OAUTH = "sk-ant-oat01-another_Secret-9876"
