@@ -1,0 +1,171 @@
+"""What a test asks of the plugin: the command-line options and ini setting (``--record-mode``,
+``--replay-strict``, ``replay_cassette_dir``), the ``replay_cassette`` marker and its arguments,
+and where a cassette name points (`locate_cassette`: a bundle folder or a cassette file)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+# Loaded with the plugin, by every pytest run where agent-replay is installed: the engine, the
+# SDK and vcrpy are imported only when a fixture is used (see the package's __init__).
+if TYPE_CHECKING:
+    from replay.cassette.record import RecordMode
+    from replay.session.bundle import Bundle
+
+__all__ = [
+    "BUNDLE_RECORD_HINT",
+    "MARKER",
+    "RECORD_HINT",
+    "CassetteLocation",
+    "MarkerArguments",
+    "PluginOptions",
+    "default_cassette_name",
+    "load_located_bundle",
+    "locate_cassette",
+    "pytest_addoption",
+    "pytest_configure",
+]
+
+MARKER = "replay_cassette"
+CASSETTE_SUFFIXES = (".yaml", ".yml", ".json")
+RECORD_HINT = "Run pytest with --record-mode=once to record cassettes that do not exist yet."
+BUNDLE_RECORD_HINT = (
+    "A bundle is re-recorded whole: `replay record --scenario FILE --prompt TEXT --out DIR` (or --live)."
+)
+
+
+# -- options, marker, settings -------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("replay", "agent-replay: replayed engines, bundles and trace snapshots")
+    group.addoption(
+        "--record-mode",
+        dest="record_mode",
+        default=None,
+        type=_record_mode_option,
+        metavar="MODE",
+        help="When replay tests reach the network: none (default; replay only, offline), once (record cassettes "
+        "that do not exist yet), new_episodes (record requests a cassette lacks), all (record everything anew).",
+    )
+    group.addoption(
+        "--replay-strict",
+        dest="replay_strict",
+        action="store_true",
+        default=False,
+        help="Fail a replay test whose cassette has interactions it never requested (default: a warning).",
+    )
+    parser.addini(
+        "replay_cassette_dir",
+        "Folder beside each test file where replay_cassette names are looked up (default: cassettes).",
+        default="cassettes",
+    )
+
+
+def _record_mode_option(value: str) -> RecordMode:
+    from replay.cassette.record import RecordModeError, parse_record_mode
+
+    try:
+        return parse_record_mode(value)
+    except RecordModeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc} Use none (the default: replay only) or once (record cassettes that do not exist yet)."
+        ) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(name=None, *, scenario=None, strict=None): the cassette or bundle the replay fixtures use, "
+        "looked up in the replay_cassette_dir beside the test file (default name: <module>/<test name>); "
+        "scenario= a scenario file to record against instead of the real API; strict= overrides --replay-strict.",
+    )
+
+
+@dataclass(frozen=True)
+class PluginOptions:
+    mode: RecordMode
+    strict: bool
+    cassette_dir: str
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> PluginOptions:
+        from replay.cassette.record import RecordMode
+
+        return cls(
+            mode=config.getoption("record_mode") or RecordMode.NONE,
+            strict=bool(config.getoption("replay_strict")),
+            cassette_dir=str(config.getini("replay_cassette_dir")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarkerArguments:
+    """What the test's ``replay_cassette`` marker says (or the defaults without one)."""
+
+    name: str | None
+    scenario: Path | None
+    strict: bool | None
+
+    @classmethod
+    def of(cls, request: pytest.FixtureRequest) -> MarkerArguments:
+        marker = request.node.get_closest_marker(MARKER)
+        if marker is None:
+            return cls(name=None, scenario=None, strict=None)
+        unknown = sorted(set(marker.kwargs) - {"name", "scenario", "strict"})
+        if unknown or len(marker.args) > 1:
+            pytest.fail(
+                f"@pytest.mark.{MARKER} takes one name and the keywords scenario= and strict=, not "
+                f"{', '.join([*map(repr, marker.args), *(f'{k}=' for k in unknown)])}.",
+                pytrace=False,
+            )
+        name = marker.args[0] if marker.args else marker.kwargs.get("name")
+        scenario = marker.kwargs.get("scenario")
+        return cls(
+            name=str(name) if name is not None else None,
+            scenario=request.path.parent / scenario if scenario is not None else None,
+            strict=marker.kwargs.get("strict"),
+        )
+
+
+# -- where a name points ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CassetteLocation:
+    """Where a ``replay_cassette`` name points: a bundle folder or a cassette file."""
+
+    name: str
+    path: Path
+    is_bundle: bool
+
+
+def locate_cassette(test_dir: Path, name: str, *, cassette_dir: str = "cassettes") -> CassetteLocation:
+    """The lookup rule: ``<test_dir>/<cassette_dir>/<name>/`` if that folder exists (a bundle),
+    else the cassette file ``<test_dir>/<cassette_dir>/<name>.yaml`` (``name`` kept as it is when
+    it already ends in .yaml, .yml or .json). An absolute ``name`` is used as it is."""
+    path = Path(name) if Path(name).is_absolute() else test_dir / cassette_dir / name
+    if path.is_dir():
+        return CassetteLocation(name, path, is_bundle=True)
+    if path.suffix not in CASSETTE_SUFFIXES:
+        path = path.with_name(path.name + ".yaml")
+    return CassetteLocation(name, path, is_bundle=False)
+
+
+def default_cassette_name(request: pytest.FixtureRequest) -> str:
+    return f"{request.path.stem}/{re.sub(r'[^A-Za-z0-9._-]+', '_', request.node.name)}"
+
+
+def load_located_bundle(path: Path) -> Bundle:
+    from replay.session.bundle import BundleError, load_bundle
+
+    try:
+        return load_bundle(path)
+    except BundleError as exc:
+        pytest.fail(str(exc), pytrace=False)
