@@ -26,10 +26,15 @@ class TraceFormat(StrEnum):
 
 
 def show(
-    session: Annotated[Path, typer.Argument(help="A bundle folder or a trace.json file.", show_default=False)],
+    session: Annotated[
+        Path,
+        typer.Argument(metavar="BUNDLE_OR_TRACE", help="A bundle folder or a trace.json file.", show_default=False),
+    ],
     output_format: Annotated[
         TraceFormat,
-        typer.Option("--format", "-f", help="text (the snapshot format), json, or mermaid (a state diagram)."),
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", help="text (the snapshot format), json, or mermaid (a state diagram)."
+        ),
     ] = TraceFormat.TEXT,
 ) -> None:
     """Print the behaviour recorded in a bundle: per prompt and per pass, what the loop did.
@@ -66,8 +71,10 @@ def _load_trace(path: Path) -> BehaviourTrace:
 
 
 def diff(
-    a: Annotated[Path, typer.Argument(help="The 'before' side: a bundle, a trace.json or a transcript.jsonl.")],
-    b: Annotated[Path, typer.Argument(help="The 'after' side, of the same kind as A.")],
+    a: Annotated[
+        Path, typer.Argument(metavar="BEFORE", help="The 'before' side: a bundle, a trace.json or a transcript.jsonl.")
+    ],
+    b: Annotated[Path, typer.Argument(metavar="AFTER", help="The 'after' side, of the same kind as BEFORE.")],
 ) -> None:
     """Show what changed between two bundles, two traces or two transcripts, in the loop's terms.
 
@@ -97,7 +104,7 @@ def diff(
 def coverage(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Folders to search for bundles.", show_default="cassettes"),
+        typer.Argument(metavar="FOLDER", help="Folders to search for bundles.", show_default="cassettes"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the coverage as JSON instead of a table.")] = False,
 ) -> None:

@@ -37,7 +37,9 @@ __all__ = ["run", "verify"]
 
 
 def run(
-    sessions: Annotated[list[Path], typer.Argument(help="Bundle folders to re-execute.", show_default=False)],
+    sessions: Annotated[
+        list[Path], typer.Argument(metavar="BUNDLE", help="Bundle folders to re-execute.", show_default=False)
+    ],
     update: Annotated[
         bool,
         typer.Option(
@@ -51,6 +53,7 @@ def run(
         float,
         typer.Option(
             "--wait",
+            metavar="SECONDS",
             help="If another process is writing a bundle to --update, wait up to this many seconds for it "
             "(default: exit 2 at once, naming that process).",
             min=0,
@@ -106,10 +109,17 @@ def _print_report(report: RunReport) -> None:
 def verify(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Folders to search for bundles (folders holding session.json).", show_default="cassettes"),
+        typer.Argument(
+            metavar="FOLDER",
+            help="Folders to search for bundles (folders holding session.json).",
+            show_default="cassettes",
+        ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="How many bundles to re-execute at once, each in its own process.")
+        int,
+        typer.Option(
+            "--jobs", "-j", metavar="N", help="How many bundles to re-execute at once, each in its own process."
+        ),
     ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON instead of a table.")] = False,
     rerecord: Annotated[
@@ -130,7 +140,7 @@ def verify(
 
         replay verify                        # every bundle below cassettes/
         replay verify cassettes tests/sessions --jobs 4
-        replay verify --rerecord             # record the library again; every file must be identical
+        replay verify --rerecord             # record again: identical files?
 
     Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (no bundles, or one that cannot be read).
     """
