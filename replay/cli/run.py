@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from replay.cassette import CassetteError
 from replay.cli.common import (
@@ -26,6 +25,7 @@ from replay.cli.common import (
     say_waiting,
 )
 from replay.cli.signals import cleanup_on_sigterm
+from replay.cli.tables import Column, print_table
 from replay.fake.blocks import ScenarioError
 from replay.session.bundle import BundleError
 from replay.session.rerecord import rerecord_bundle
@@ -157,14 +157,16 @@ def verify(
     if rerecord:
         with cleanup_on_sigterm():
             _rerecord_all(bundles)
+    stderr = Console(stderr=True)
     progress = Progress(
         TextColumn("verifying"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
-        console=Console(stderr=True),
+        console=stderr,
         transient=True,
+        disable=not stderr.is_terminal,  # a CI log gets no bar and no blank line
     )
     pool = start_workers(jobs, len(bundles))  # before the progress bar's thread starts
     try:
@@ -204,16 +206,9 @@ def _rerecord_all(bundles: list[Path]) -> None:
 
 
 def _print_summaries(summaries: list[BundleSummary]) -> None:
-    table = Table(title=None, show_edge=False)
-    table.add_column("bundle", overflow="fold")
-    table.add_column("verdict")
-    table.add_column("passes", justify="right")
-    table.add_column("requests", justify="right")
-    table.add_column("seconds", justify="right")
-    for s in summaries:
-        table.add_row(s.bundle, s.verdict.upper(), str(s.passes), str(s.requests), f"{s.seconds:.2f}")
-    console = Console(soft_wrap=False)
-    console.print(table)
+    columns = [Column("bundle"), Column("verdict")] + [Column(h, right=True) for h in ("passes", "requests", "seconds")]
+    rows = [[s.bundle, s.verdict.upper(), str(s.passes), str(s.requests), f"{s.seconds:.2f}"] for s in summaries]
+    print_table(columns, rows)
     counts = {verdict: sum(s.verdict == verdict for s in summaries) for verdict in ("match", "drift", "error")}
     typer.echo(
         f"{len(summaries)} bundle(s): {counts['match']} match, {counts['drift']} drift, {counts['error']} error."
