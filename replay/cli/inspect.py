@@ -13,8 +13,9 @@ from replay.cli.common import DEFAULT_BUNDLES, DRIFT, OK, bad_input, fail
 from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
 from replay.session.library_coverage import coverage as coverage_of
 from replay.session.library_coverage import render_table
+from replay.storage.bundle_files import BadFileError
 from replay.trace.behaviour import BehaviourTrace, render_mermaid, render_text
-from replay.trace.diff import diff_paths, load_trace_file
+from replay.trace.diff import diff_paths, diff_traces, load_trace_file
 
 __all__ = ["TraceFormat", "coverage", "diff", "show"]
 
@@ -67,7 +68,33 @@ def _load_trace(path: Path) -> BehaviourTrace:
         if trace is None:
             raise BundleError(f"Bundle {path} has no trace.json; write one with `replay run --update {path}`.")
         return trace
-    return load_trace_file(path)
+    return _load_trace_file(path)
+
+
+def _load_trace_file(path: Path) -> BehaviourTrace:
+    """A ``trace.json`` file, or ``ValueError`` with one sentence for a file that is not one
+    (the JSON decoder's own wording, "Expecting value: line 1 column 1", is not for the user)."""
+    try:
+        return load_trace_file(path)
+    except BadFileError:
+        raise  # missing, unreadable or too large: already said plainly
+    except ValueError as exc:
+        cause = exc.__context__  # what the loader caught (it raises ``from None``)
+        if isinstance(cause, ValueError) and str(cause).startswith("trace format version") and "None" not in str(cause):
+            raise ValueError(f"{path} is a behaviour trace this replay cannot read ({cause}).") from None
+        if isinstance(cause, json.JSONDecodeError | UnicodeDecodeError):
+            reason = "it is not JSON"
+        elif isinstance(cause, KeyError | TypeError | AttributeError | ValueError):
+            reason = "it is JSON but not a behaviour trace"
+        else:
+            raise  # nested too deeply: already said plainly
+        raise ValueError(
+            f"{path} is not a bundle or a trace file: {reason}. Give a bundle folder or the trace.json inside one."
+        ) from None
+
+
+def _is_trace_file(path: Path) -> bool:
+    return path.suffix == ".json" and path.exists() and not path.is_dir()
 
 
 def diff(
@@ -91,7 +118,10 @@ def diff(
     Exit codes: 0 no difference, 1 different, 2 bad input.
     """
     with bad_input():
-        lines = diff_paths(a, b)
+        if _is_trace_file(a) and _is_trace_file(b):
+            lines = diff_traces(_load_trace_file(a), _load_trace_file(b))
+        else:
+            lines = diff_paths(a, b)
     if not lines:
         typer.echo(f"No differences between {a} and {b}.")
         raise typer.Exit(OK)
