@@ -34,7 +34,20 @@ def _tidy(param: object) -> None:
         param.display_type_rich = _no_type  # type: ignore[method-assign]
 
 
-class ReplayCommand(TyperCommand):
+class _NamesItsCommand:
+    """A usage error the option parser raises without a context (``Option '--out' requires an
+    argument``) gets this command's, so its line can say which ``--help`` to read."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)  # type: ignore[misc, no-any-return]
+        except ClickException as exc:
+            if getattr(exc, "ctx", None) is None:
+                exc.ctx = ctx  # type: ignore[attr-defined]
+            raise
+
+
+class ReplayCommand(_NamesItsCommand, TyperCommand):
     """A subcommand: tidy metavars in its help and usage line."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -57,7 +70,7 @@ class ReplayCommand(TyperCommand):
         return pieces
 
 
-class ReplayGroup(TyperGroup):
+class ReplayGroup(_NamesItsCommand, TyperGroup):
     """The ``replay`` group: its own help tidied, and every usage error (an unknown option or
     command, a missing argument, a bad value) reported as one line on stderr with exit code 2."""
 
