@@ -13,12 +13,15 @@ from replay.cli import inspect as cli_inspect
 from replay.cli import record as cli_record
 from replay.cli import run as cli_run
 from replay.cli import scrub as cli_scrub
+from replay.cli.command import ReplayCommand, ReplayGroup
 from replay.fake.blocks import ScenarioError
 from replay.session.demo import DEMO_DIR, describe, run_demo
 
 __all__ = ["app"]
 
-app = typer.Typer(name="replay", no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
+app = typer.Typer(
+    name="replay", cls=ReplayGroup, no_args_is_help=True, add_completion=False, rich_markup_mode="markdown"
+)
 
 
 @app.callback()
@@ -30,29 +33,36 @@ def main() -> None:
 
     A first session in four commands:
 
-        replay record --scenario cassettes/demo/scenario.yaml --prompt "Review notes.md" --out cassettes/review
-        replay run cassettes/review           # re-execute offline: MATCH or DRIFT, exit 0 or 1
-        replay show cassettes/review          # what the loop did, pass by pass
+        replay record --scenario cassettes/demo/scenario.yaml \\
+            --prompt "Review notes.md" --out cassettes/review
+        replay run cassettes/review    # re-execute offline: MATCH or DRIFT
+        replay show cassettes/review   # what the loop did, pass by pass
         replay diff cassettes/review cassettes/other
 
     Exit codes: 0 ok, 1 drift or difference, 2 bad input (one line on stderr).
     """
 
 
-app.command("run")(cli_run.run)
-app.command("verify")(cli_run.verify)
-app.command("record")(cli_record.record)
-app.command("diff")(cli_inspect.diff)
-app.command("show")(cli_inspect.show)
-app.command("serve")(cli_record.serve)
-app.command("coverage")(cli_inspect.coverage)
-app.command("scrub")(cli_scrub.scrub)
+app.command("run", cls=ReplayCommand)(cli_run.run)
+app.command("verify", cls=ReplayCommand)(cli_run.verify)
+app.command("record", cls=ReplayCommand)(cli_record.record)
+app.command("diff", cls=ReplayCommand)(cli_inspect.diff)
+app.command("show", cls=ReplayCommand)(cli_inspect.show)
+app.command("serve", cls=ReplayCommand)(cli_record.serve)
+app.command("coverage", cls=ReplayCommand)(cli_inspect.coverage)
+app.command("scrub", cls=ReplayCommand)(cli_scrub.scrub)
 
 
-@app.command()
+@app.command(cls=ReplayCommand)
 def demo(
     scenario_dir: Annotated[
-        Path, typer.Option("--scenario-dir", help="A folder with scenario.yaml and workspace/.")
+        Path,
+        typer.Option(
+            "--scenario-dir",
+            metavar="FOLDER",
+            help="A folder with scenario.yaml and workspace/.",
+            show_default="the bundled demo",
+        ),
     ] = DEMO_DIR,
 ) -> None:
     """Run a scripted session against the fake model and print the conversation and the trace.
@@ -62,7 +72,7 @@ def demo(
     Examples:
 
         replay demo
-        replay demo --scenario-dir my-scenario    # a folder with scenario.yaml and workspace/
+        replay demo --scenario-dir my-scenario   # scenario.yaml, workspace/
 
     Exit codes: 0 the session completed, 1 it ended in an error, 2 bad input.
     """

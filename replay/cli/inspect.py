@@ -14,8 +14,9 @@ from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
 from replay.session.bundle_diff import diff_paths
 from replay.session.library_coverage import coverage as coverage_of
 from replay.session.library_coverage import render_table
+from replay.storage.bundle_files import BadFileError
 from replay.trace.behaviour import BehaviourTrace, render_mermaid, render_text
-from replay.trace.diff import load_trace_file
+from replay.trace.diff import diff_traces, load_trace_file
 
 __all__ = ["TraceFormat", "coverage", "diff", "show"]
 
@@ -27,10 +28,15 @@ class TraceFormat(StrEnum):
 
 
 def show(
-    session: Annotated[Path, typer.Argument(help="A bundle folder or a trace.json file.", show_default=False)],
+    session: Annotated[
+        Path,
+        typer.Argument(metavar="BUNDLE_OR_TRACE", help="A bundle folder or a trace.json file.", show_default=False),
+    ],
     output_format: Annotated[
         TraceFormat,
-        typer.Option("--format", "-f", help="text (the snapshot format), json, or mermaid (a state diagram)."),
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", help="text (the snapshot format), json, or mermaid (a state diagram)."
+        ),
     ] = TraceFormat.TEXT,
 ) -> None:
     """Print the behaviour recorded in a bundle: per prompt and per pass, what the loop did.
@@ -63,12 +69,40 @@ def _load_trace(path: Path) -> BehaviourTrace:
         if trace is None:
             raise BundleError(f"Bundle {path} has no trace.json; write one with `replay run --update {path}`.")
         return trace
-    return load_trace_file(path)
+    return _load_trace_file(path)
+
+
+def _load_trace_file(path: Path) -> BehaviourTrace:
+    """A ``trace.json`` file, or ``ValueError`` with one sentence for a file that is not one
+    (the JSON decoder's own wording, "Expecting value: line 1 column 1", is not for the user)."""
+    try:
+        return load_trace_file(path)
+    except BadFileError:
+        raise  # missing, unreadable or too large: already said plainly
+    except ValueError as exc:
+        cause = exc.__context__  # what the loader caught (it raises ``from None``)
+        if isinstance(cause, ValueError) and str(cause).startswith("trace format version") and "None" not in str(cause):
+            raise ValueError(f"{path} is a behaviour trace this replay cannot read ({cause}).") from None
+        if isinstance(cause, json.JSONDecodeError | UnicodeDecodeError):
+            reason = "it is not JSON"
+        elif isinstance(cause, KeyError | TypeError | AttributeError | ValueError):
+            reason = "it is JSON but not a behaviour trace"
+        else:
+            raise  # nested too deeply: already said plainly
+        raise ValueError(
+            f"{path} is not a bundle or a trace file: {reason}. Give a bundle folder or the trace.json inside one."
+        ) from None
+
+
+def _is_trace_file(path: Path) -> bool:
+    return path.suffix == ".json" and path.exists() and not path.is_dir()
 
 
 def diff(
-    a: Annotated[Path, typer.Argument(help="The 'before' side: a bundle, a trace.json or a transcript.jsonl.")],
-    b: Annotated[Path, typer.Argument(help="The 'after' side, of the same kind as A.")],
+    a: Annotated[
+        Path, typer.Argument(metavar="BEFORE", help="The 'before' side: a bundle, a trace.json or a transcript.jsonl.")
+    ],
+    b: Annotated[Path, typer.Argument(metavar="AFTER", help="The 'after' side, of the same kind as BEFORE.")],
 ) -> None:
     """Show what changed between two bundles, two traces or two transcripts, in the loop's terms.
 
@@ -85,7 +119,10 @@ def diff(
     Exit codes: 0 no difference, 1 different, 2 bad input.
     """
     with bad_input():
-        lines = diff_paths(a, b)
+        if _is_trace_file(a) and _is_trace_file(b):
+            lines = diff_traces(_load_trace_file(a), _load_trace_file(b))
+        else:
+            lines = diff_paths(a, b)
     if not lines:
         typer.echo(f"No differences between {a} and {b}.")
         raise typer.Exit(OK)
@@ -98,7 +135,7 @@ def diff(
 def coverage(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Folders to search for bundles.", show_default="cassettes"),
+        typer.Argument(metavar="FOLDER", help="Folders to search for bundles.", show_default="cassettes"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the coverage as JSON instead of a table.")] = False,
 ) -> None:

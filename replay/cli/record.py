@@ -26,15 +26,20 @@ API_KEY_VARIABLE = "ANTHROPIC_API_KEY"
 
 def record(
     out: Annotated[
-        Path, typer.Option("--out", help="The bundle folder to write (replaced if it is already a bundle).")
+        Path,
+        typer.Option(
+            "--out", metavar="BUNDLE", help="The bundle folder to write (replaced if it is already a bundle)."
+        ),
     ],
     scenario: Annotated[
-        Path | None, typer.Option("--scenario", help="A scenario YAML file scripting the fake model's answers.")
+        Path | None,
+        typer.Option("--scenario", metavar="FILE", help="A scenario YAML file scripting the fake model's answers."),
     ] = None,
     prompts: Annotated[
         list[str] | None,
         typer.Option(
             "--prompt",
+            metavar="TEXT",
             help="A prompt to submit, as the user would type it (at least one); repeat it for several, sent in order.",
         ),
     ] = None,
@@ -42,6 +47,7 @@ def record(
         Path | None,
         typer.Option(
             "--workspace",
+            metavar="FOLDER",
             help="The folder the tools start from (copied into the bundle). Default: workspace/ beside the "
             "scenario file if there is one, else an empty folder.",
             show_default=False,
@@ -50,14 +56,18 @@ def record(
     live: Annotated[
         bool, typer.Option("--live", help=f"Record against the real Anthropic API (needs {API_KEY_VARIABLE}).")
     ] = False,
-    model: Annotated[str | None, typer.Option("--model", help="The model to ask (default: the engine's).")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", metavar="MODEL", help="The model to ask (default: the engine's).")
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="The API's base URL for --live (default: the SDK's).")
+        str | None,
+        typer.Option("--base-url", metavar="URL", help="The API's base URL for --live (default: the SDK's)."),
     ] = None,
     wait: Annotated[
         float,
         typer.Option(
             "--wait",
+            metavar="SECONDS",
             help="If another process is writing the bundle, wait up to this many seconds for it "
             "(default: exit 2 at once, naming that process).",
             min=0,
@@ -72,8 +82,10 @@ def record(
 
     Examples:
 
-        replay record --scenario cassettes/demo/scenario.yaml --prompt "Review notes.md" --out cassettes/review
-        replay record --live --prompt "List the files" --out cassettes/live-ls --model claude-sonnet-4-5
+        replay record --scenario cassettes/demo/scenario.yaml \\
+            --prompt "Review notes.md" --out cassettes/review
+        replay record --live --prompt "List the files" \\
+            --out cassettes/live-ls --model claude-sonnet-4-5
 
     Exit codes: 0 recorded, 2 bad input (a missing key, a broken scenario, an --out folder that is not a bundle,
     a bundle another process is writing).
@@ -118,9 +130,11 @@ def record(
 
 
 def serve(
-    scenario: Annotated[Path, typer.Option("--scenario", help="A scenario YAML file scripting the fake model.")],
-    host: Annotated[str, typer.Option("--host", help="A loopback address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="The port to listen on; 0 picks a free one.")] = 0,
+    scenario: Annotated[
+        Path, typer.Option("--scenario", metavar="FILE", help="A scenario YAML file scripting the fake model.")
+    ],
+    host: Annotated[str, typer.Option("--host", metavar="HOST", help="A loopback address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="The port to listen on; 0 picks a free one.")] = 0,
 ) -> None:
     """Serve the fake model over HTTP on loopback, in the foreground, until Ctrl-C.
 
@@ -131,7 +145,8 @@ def serve(
     Examples:
 
         replay serve --scenario cassettes/demo/scenario.yaml --port 8765
-        ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-ant-fake python my_agent.py
+        ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-ant-fake \\
+            python my_agent.py
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a broken scenario, a host that is not loopback).
     """

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from replay.cassette import CassetteError
 from replay.cli.common import (
@@ -26,6 +25,7 @@ from replay.cli.common import (
     say_waiting,
 )
 from replay.cli.signals import cleanup_on_sigterm
+from replay.cli.tables import Column, print_table
 from replay.fake.blocks import ScenarioError
 from replay.session.bundle import BundleError
 from replay.session.rerecord import rerecord_bundle
@@ -37,7 +37,9 @@ __all__ = ["run", "verify"]
 
 
 def run(
-    sessions: Annotated[list[Path], typer.Argument(help="Bundle folders to re-execute.", show_default=False)],
+    sessions: Annotated[
+        list[Path], typer.Argument(metavar="BUNDLE", help="Bundle folders to re-execute.", show_default=False)
+    ],
     update: Annotated[
         bool,
         typer.Option(
@@ -51,6 +53,7 @@ def run(
         float,
         typer.Option(
             "--wait",
+            metavar="SECONDS",
             help="If another process is writing a bundle to --update, wait up to this many seconds for it "
             "(default: exit 2 at once, naming that process).",
             min=0,
@@ -106,10 +109,17 @@ def _print_report(report: RunReport) -> None:
 def verify(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Folders to search for bundles (folders holding session.json).", show_default="cassettes"),
+        typer.Argument(
+            metavar="FOLDER",
+            help="Folders to search for bundles (folders holding session.json).",
+            show_default="cassettes",
+        ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="How many bundles to re-execute at once, each in its own process.")
+        int,
+        typer.Option(
+            "--jobs", "-j", metavar="N", help="How many bundles to re-execute at once, each in its own process."
+        ),
     ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON instead of a table.")] = False,
     rerecord: Annotated[
@@ -130,7 +140,7 @@ def verify(
 
         replay verify                        # every bundle below cassettes/
         replay verify cassettes tests/sessions --jobs 4
-        replay verify --rerecord             # record the library again; every file must be identical
+        replay verify --rerecord             # record again: identical files?
 
     Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (no bundles, or one that cannot be read).
     """
@@ -147,14 +157,16 @@ def verify(
     if rerecord:
         with cleanup_on_sigterm():
             _rerecord_all(bundles)
+    stderr = Console(stderr=True)
     progress = Progress(
         TextColumn("verifying"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
-        console=Console(stderr=True),
+        console=stderr,
         transient=True,
+        disable=not stderr.is_terminal,  # a CI log gets no bar and no blank line
     )
     pool = start_workers(jobs, len(bundles))  # before the progress bar's thread starts
     try:
@@ -194,16 +206,9 @@ def _rerecord_all(bundles: list[Path]) -> None:
 
 
 def _print_summaries(summaries: list[BundleSummary]) -> None:
-    table = Table(title=None, show_edge=False)
-    table.add_column("bundle", overflow="fold")
-    table.add_column("verdict")
-    table.add_column("passes", justify="right")
-    table.add_column("requests", justify="right")
-    table.add_column("seconds", justify="right")
-    for s in summaries:
-        table.add_row(s.bundle, s.verdict.upper(), str(s.passes), str(s.requests), f"{s.seconds:.2f}")
-    console = Console(soft_wrap=False)
-    console.print(table)
+    columns = [Column("bundle"), Column("verdict")] + [Column(h, right=True) for h in ("passes", "requests", "seconds")]
+    rows = [[s.bundle, s.verdict.upper(), str(s.passes), str(s.requests), f"{s.seconds:.2f}"] for s in summaries]
+    print_table(columns, rows)
     counts = {verdict: sum(s.verdict == verdict for s in summaries) for verdict in ("match", "drift", "error")}
     typer.echo(
         f"{len(summaries)} bundle(s): {counts['match']} match, {counts['drift']} drift, {counts['error']} error."

@@ -64,7 +64,7 @@ def test_show_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     bundle = record_sync(tmp_path / "hello", [DONE])
     assert_bad_input(runner.invoke(app, ["show", str(tmp_path / "nowhere")]), "nowhere")
     assert_bad_input(runner.invoke(app, ["show", str(tmp_path)]), "without session.json")
-    assert_bad_input(runner.invoke(app, ["show", str(bundle / "transcript.jsonl")]), "not a readable behaviour trace")
+    assert_bad_input(runner.invoke(app, ["show", str(bundle / "transcript.jsonl")]), "is not a bundle or a trace file")
     (bundle / "trace.json").unlink()
     assert_bad_input(runner.invoke(app, ["show", str(bundle)]), "has no trace.json", "replay run --update")
     result = runner.invoke(app, ["show", str(bundle), "--format", "svg"])

@@ -319,8 +319,7 @@ def test_an_unreadable_file_is_bad_input(leaking: Path, monkeypatch: pytest.Monk
 
 def test_no_path_is_a_usage_error() -> None:
     result = runner.invoke(app, ["scrub"])
-    assert result.exit_code == 2
-    assert "Missing argument 'PATH'" in result.output
+    assert_bad_input(result, "Missing argument 'PATH...'", "replay scrub --help")
 
 
 def test_the_help_has_an_example_and_the_exit_codes() -> None:
