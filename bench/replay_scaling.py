@@ -45,7 +45,7 @@ Method
    measurement each, apart from the request timings: ``load_cassette`` +
    ``CassettePlayer.from_cassette`` for ours, entering ``use_cassette`` for vcrpy.
 4. **File size.** A ``--turns``-turn tool-using session (default 200) whose every request re-sends
-   the whole growing history (built the way ``agent_session`` in ``tests/replay/test_cassette.py``
+   the whole growing history (built the way ``agent_session`` in ``tests/replay/cassette/test_cassette.py``
    builds it), written in the native format and as vcrpy YAML at half and full length.
 
 Targets from the issue, printed as PASS/OVER (informational: the exit status is 0 either way):

@@ -1,6 +1,6 @@
 """The recorded session the respx suite replays: what was asked, and what the API answered.
 
-One source for both sides: ``tests/replay/test_respx_adapter.py`` saves these interactions as a
+One source for both sides: ``tests/replay/cassette/test_respx_adapter.py`` saves these interactions as a
 cassette, and ``check_respx.py`` sends the same requests through the SDK and checks the answers.
 Only ``replay.cassette.interaction`` is imported here, so the suite's process stays free to alias httpx.
 """

@@ -14,7 +14,7 @@ from pathlib import Path
 from replay.session.bundle import load_bundle
 from replay.session.runner import Verdict, run_bundle
 
-LIBRARY = Path(__file__).resolve().parents[2] / "cassettes"
+LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
 BUNDLE = LIBRARY / "interrupt-during-parallel-globs"
 REPLAYS = 50
 

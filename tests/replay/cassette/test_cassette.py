@@ -411,7 +411,7 @@ def test_a_failure_while_serializing_touches_nothing(tmp_path: Path, monkeypatch
 
 
 def test_the_example_in_the_docs_is_a_valid_cassette() -> None:
-    docs = (Path(__file__).parents[2] / "docs" / "cassettes.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[3] / "docs" / "cassettes.md").read_text(encoding="utf-8")
     example = docs.split("```yaml\n", 1)[1].split("```", 1)[0]
 
     cassette = loads_cassette(example, source_name="docs/cassettes.md")

@@ -25,7 +25,7 @@ from replay.cassette.interaction import (
 from replay.cassette.respx_adapter import RespxNotAliasedError, cassette_response, mount_cassette
 from tests.respx_suite.session import CASSETTE_ENV, recorded_session
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "tests" / "respx_suite"
 SUITE_CHECKS = 11
 # What a user's early `-p` plugin does, done by the interpreter before pytest starts.

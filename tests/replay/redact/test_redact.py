@@ -30,7 +30,7 @@ from replay.session.recording import record_bundle
 from replay.session.runner import Verdict, run_bundle
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _b64url(data: bytes) -> str:

@@ -41,7 +41,7 @@ from replay.storage.bundle_lock import reading_generation
 from replay.storage.process_owner import OwnerTag
 from tests.replay.bundle_helpers import held_by_another_process
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # Only a bound on a hung child: every wait below ends on an event long before it.
 DEADLINE_S = 240.0
 VERIFIES = 8

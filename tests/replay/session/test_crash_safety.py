@@ -50,7 +50,7 @@ from replay.session.recording import record_bundle
 from replay.session.scrub_files import files_below
 from replay.session.verify import find_bundles
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SEED = int(os.environ.get("CRASH_SAFETY_SEED", "7"))
 KILLS = int(os.environ.get("CRASH_SAFETY_KILLS", "20"))
 BUNDLE_KILLS = max(1, KILLS // 3)
@@ -265,7 +265,7 @@ class Killer:
         # The children's own temp folders (a recorder's scratch folder), which a kill leaves behind.
         self.temp_folder = temp_folder
         self._process = subprocess.Popen(
-            [sys.executable, "-c", "from tests.replay.test_crash_safety import serve_kills; serve_kills()"],
+            [sys.executable, "-c", "from tests.replay.session.test_crash_safety import serve_kills; serve_kills()"],
             cwd=REPO,
             env={**os.environ, "TMPDIR": str(temp_folder)},
             stdin=subprocess.PIPE,

@@ -47,7 +47,7 @@ def test_every_turn_and_fault_kind_round_trips_through_a_file(tmp_path: Path) ->
 
 
 def test_the_bundled_demo_round_trips() -> None:
-    demo = load_scenario(Path(__file__).resolve().parents[2] / "cassettes" / "demo" / "scenario.yaml")
+    demo = load_scenario(Path(__file__).resolve().parents[3] / "cassettes" / "demo" / "scenario.yaml")
     document = scenario_to_document(demo)
     rebuilt = Scenario.from_list(document["turns"], name=document.get("name"))
     assert dataclasses.replace(rebuilt, prompts=tuple(document.get("prompts", ()))) == demo

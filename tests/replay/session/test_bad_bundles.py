@@ -338,7 +338,7 @@ def test_record_refuses_a_scenario_over_its_size_cap_before_reading_it(tmp_path:
 
 
 def test_the_caps_leave_room_for_every_bundle_in_the_library() -> None:
-    library = Path(__file__).resolve().parents[2] / "cassettes"
+    library = Path(__file__).resolve().parents[3] / "cassettes"
     sessions = [p.stat().st_size for p in library.glob("*/session.json")]
     transcripts = [p.stat().st_size for p in library.glob("*/transcript.jsonl")]
 

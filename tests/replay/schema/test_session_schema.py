@@ -26,7 +26,7 @@ from replay.schema.documents import (
 from replay.schema.options import InterruptAt, SessionOptions
 from replay.session.bundle import BundleError, SessionSpec
 
-LIBRARY = Path(__file__).resolve().parents[2] / "cassettes"
+LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
 SOURCE = Path("b/session.json")
 SETTINGS = [item.name for item in dataclasses.fields(EngineSettings)]
 HINTS = typing.get_type_hints(EngineSettings)

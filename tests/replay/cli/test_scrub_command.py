@@ -17,7 +17,7 @@ from replay.session.scrub_files import files_below
 from tests.replay.bundle_helpers import assert_bad_input
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # Fakes shaped like the real thing: what a leak looks like, not a credential.
 KEY = "sk-ant-api03-FAKEfake0123456789-notARealKey_AA"
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl"

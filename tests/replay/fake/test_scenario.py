@@ -312,7 +312,7 @@ def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
 
 
 def test_every_example_in_the_scenario_docs_loads(tmp_path: Path) -> None:
-    docs = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
+    docs = Path(__file__).resolve().parents[3] / "docs" / "scenarios.md"
     examples = docs.read_text(encoding="utf-8").split("```yaml\n")[1:]
 
     for number, example in enumerate(examples, start=1):
