@@ -14,9 +14,9 @@ from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
 from replay.session.bundle_diff import diff_paths
 from replay.session.library_coverage import coverage as coverage_of
 from replay.session.library_coverage import render_table
-from replay.storage.bundle_files import BadFileError
-from replay.trace.behaviour import BehaviourTrace, render_mermaid, render_text
-from replay.trace.diff import diff_traces, load_trace_file
+from replay.trace.behaviour import BehaviourTrace, TraceFormatError, TraceProblem, render_mermaid, render_text
+from replay.trace.diff import diff_traces
+from replay.trace.trace_file import read_trace_file
 
 __all__ = ["TraceFormat", "coverage", "diff", "show"]
 
@@ -73,25 +73,16 @@ def _load_trace(path: Path) -> BehaviourTrace:
 
 
 def _load_trace_file(path: Path) -> BehaviourTrace:
-    """A ``trace.json`` file, or ``ValueError`` with one sentence for a file that is not one
-    (the JSON decoder's own wording, "Expecting value: line 1 column 1", is not for the user)."""
+    """A ``trace.json`` file, or ``ValueError`` with one sentence for a file that is not one."""
     try:
-        return load_trace_file(path)
-    except BadFileError:
-        raise  # missing, unreadable or too large: already said plainly
-    except ValueError as exc:
-        cause = exc.__context__  # what the loader caught (it raises ``from None``)
-        if isinstance(cause, ValueError) and str(cause).startswith("trace format version") and "None" not in str(cause):
-            raise ValueError(f"{path} is a behaviour trace this replay cannot read ({cause}).") from None
-        if isinstance(cause, json.JSONDecodeError | UnicodeDecodeError):
-            reason = "it is not JSON"
-        elif isinstance(cause, KeyError | TypeError | AttributeError | ValueError):
-            reason = "it is JSON but not a behaviour trace"
-        else:
-            raise  # nested too deeply: already said plainly
-        raise ValueError(
-            f"{path} is not a bundle or a trace file: {reason}. Give a bundle folder or the trace.json inside one."
-        ) from None
+        return read_trace_file(path)
+    except TraceFormatError as exc:
+        if exc.problem is TraceProblem.OTHER_VERSION:
+            raise ValueError(f"{path} is a behaviour trace this replay cannot read ({exc.detail}).") from None
+        if exc.problem in (TraceProblem.NOT_JSON, TraceProblem.NOT_A_TRACE):
+            remedy = "Give a bundle folder or the trace.json inside one."
+            raise ValueError(f"{path} is not a bundle or a trace file: {exc.detail}. {remedy}") from None
+        raise  # a damaged trace: the error names the file and what is missing
 
 
 def _is_trace_file(path: Path) -> bool:

@@ -38,7 +38,7 @@ from replay.storage.bundle_files import (
     read_capped_text,
     read_recorded_transcript,
 )
-from replay.trace.behaviour import BehaviourTrace
+from replay.trace.behaviour import BehaviourTrace, TraceFormatError
 
 __all__ = [
     "MAX_SESSION_BYTES",
@@ -196,8 +196,9 @@ class Bundle:
             return BehaviourTrace.from_json(loads_json(text, source=path, remedy=_RE_RECORD))
         except BadFileError as exc:
             raise BundleError(str(exc)) from None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise BundleError(f"{path} is not a readable behaviour trace ({exc}); re-record the bundle.") from None
+        except TraceFormatError as exc:
+            problem = f"{path} is not a readable behaviour trace ({exc.detail})"
+            raise BundleError(f"{problem}; re-record the bundle.") from None
 
     def recorded_transcript(self) -> str:
         """The recorded ``transcript.jsonl``, every line a complete JSON record (a torn line,

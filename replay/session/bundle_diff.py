@@ -17,7 +17,8 @@ from replay.cassette.jsondiff import differing_paths
 from replay.session.bundle import SESSION_FILE, Bundle, BundleError, load_bundle
 from replay.storage.bundle_files import MAX_TRANSCRIPT_BYTES, read_capped_text
 from replay.trace.behaviour import BehaviourTrace
-from replay.trace.diff import Explain, diff_traces, diff_transcripts, explain_fingerprint_change, load_trace_file
+from replay.trace.diff import Explain, diff_traces, diff_transcripts, explain_fingerprint_change
+from replay.trace.trace_file import read_trace_file
 
 __all__ = ["diff_bundles", "diff_paths"]
 
@@ -51,7 +52,7 @@ def diff_paths(a: Path, b: Path) -> list[str]:
     if kind_a == "bundle":
         return diff_bundles(load_bundle(a), load_bundle(b))
     if kind_a == "trace":
-        return diff_traces(load_trace_file(a), load_trace_file(b))
+        return diff_traces(read_trace_file(a), read_trace_file(b))
     texts = [
         read_capped_text(Path(p), limit=MAX_TRANSCRIPT_BYTES, remedy="check that it is a transcript") for p in (a, b)
     ]

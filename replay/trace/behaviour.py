@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from engine import TraceEvent, TraceKind
@@ -22,6 +23,8 @@ __all__ = [
     "PassTrace",
     "PromptTrace",
     "RequestTrace",
+    "TraceFormatError",
+    "TraceProblem",
     "extract_trace",
     "render_mermaid",
     "render_text",
@@ -29,6 +32,25 @@ __all__ = [
 
 TRACE_FORMAT_VERSION = 1
 _FINGERPRINT_CHARS = 12  # enough to tell requests apart in a review; the JSON keeps them whole
+
+
+class TraceProblem(StrEnum):
+    """Why a document is not a behaviour trace this replay reads."""
+
+    NOT_JSON = "not_json"
+    NOT_A_TRACE = "not_a_trace"
+    OTHER_VERSION = "other_version"
+    INCOMPLETE = "incomplete"
+
+
+class TraceFormatError(ValueError):
+    """A document that is not a behaviour trace this replay reads; ``detail`` says why in a
+    phrase ("it is JSON but not a behaviour trace"), for the caller to put in its sentence."""
+
+    def __init__(self, problem: TraceProblem, detail: str, *, source: str | None = None) -> None:
+        super().__init__(detail if source is None else f"{source} is not a readable behaviour trace ({detail}).")
+        self.problem = problem
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -115,11 +137,24 @@ class BehaviourTrace:
         return json.dumps(self.to_json(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
     @classmethod
-    def from_json(cls, document: dict[str, Any]) -> BehaviourTrace:
-        if document.get("format_version") != TRACE_FORMAT_VERSION:
-            raise ValueError(
-                f"trace format version {document.get('format_version')!r}; this replay reads {TRACE_FORMAT_VERSION}"
-            )
+    def from_json(cls, document: object) -> BehaviourTrace:
+        """The trace a ``to_json`` document holds; `TraceFormatError` for anything else."""
+        if not isinstance(document, dict) or document.get("format_version") is None:
+            raise TraceFormatError(TraceProblem.NOT_A_TRACE, "it is JSON but not a behaviour trace")
+        version = document["format_version"]
+        if version != TRACE_FORMAT_VERSION:
+            detail = f"trace format version {version!r}; this replay reads {TRACE_FORMAT_VERSION}"
+            raise TraceFormatError(TraceProblem.OTHER_VERSION, detail)
+        try:
+            return cls._from_document(document)
+        except KeyError as exc:
+            detail = f"it is a behaviour trace without its {exc.args[0]!r} field"
+            raise TraceFormatError(TraceProblem.INCOMPLETE, detail) from None
+        except (TypeError, AttributeError, ValueError):
+            raise TraceFormatError(TraceProblem.INCOMPLETE, "it is a behaviour trace with a malformed field") from None
+
+    @classmethod
+    def _from_document(cls, document: dict[str, Any]) -> BehaviourTrace:
         prompts = []
         for p in document["prompts"]:
             passes = []

@@ -15,12 +15,10 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import zip_longest
-from pathlib import Path
 from typing import Any
 
 from replay.cassette.fingerprints import Normalizer
 from replay.cassette.jsondiff import differing_paths
-from replay.storage.bundle_files import MAX_TRACE_BYTES, read_capped_text
 from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace
 from replay.trace.compaction_diff import compaction_differences
 
@@ -29,7 +27,6 @@ __all__ = [
     "diff_traces",
     "diff_transcripts",
     "explain_fingerprint_change",
-    "load_trace_file",
 ]
 
 # Why a fingerprint changed: the fields of the request that differ, from two full fingerprints.
@@ -91,17 +88,6 @@ def explain_fingerprint_change(
     """The JSON fields of a request body that differ once normalized (what the fingerprint
     sees), e.g. ``["messages[3].content[0].text", "max_tokens"]``."""
     return differing_paths(_normalized(body_a, normalizer_a), _normalized(body_b, normalizer_b), limit=limit)
-
-
-def load_trace_file(path: Path) -> BehaviourTrace:
-    """A behaviour trace from a ``trace.json`` file; ``ValueError`` naming the file if it is not one."""
-    text = read_capped_text(Path(path), limit=MAX_TRACE_BYTES, remedy="check that it is a behaviour trace")
-    try:
-        return BehaviourTrace.from_json(json.loads(text))
-    except RecursionError:
-        raise ValueError(f"{path} is nested too deeply to be a behaviour trace.") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{path} is not a readable behaviour trace ({exc}).") from None
 
 
 # --- prompts and passes ------------------------------------------------------------------------

@@ -223,6 +223,22 @@ CASES: dict[str, Case] = {
         _write("trace.json", b"[" * DEEP + b"]" * DEEP), ("trace.json", "nested too deeply")
     ),
     "trace-binary": Case(_write("trace.json", b"\xff\xfe\x00\x81"), ("trace.json", "is not UTF-8 text")),
+    "trace-a-list": Case(_write("trace.json", b"[1, 2]"), ("trace.json", "it is JSON but not a behaviour trace")),
+    "trace-other-version": Case(
+        _write("trace.json", b'{"format_version": 7}'), ("trace.json", "trace format version 7; this replay reads 1")
+    ),
+    "trace-without-prompts": Case(
+        _write("trace.json", b'{"format_version": 1, "session": "s"}'),
+        ("trace.json", "a behaviour trace without its 'prompts' field"),
+    ),
+    "trace-pass-malformed": Case(
+        _write(
+            "trace.json",
+            b'{"format_version": 1, "session": "s", '
+            b'"prompts": [{"prompt": "p", "terminal": null, "passes": [{"x": 1}]}]}',
+        ),
+        ("trace.json", "a behaviour trace with a malformed field"),
+    ),
     # cassette.yaml
     "cassette-without-its-last-interaction": Case(_cut_cassette(_last_interaction), ("cassette.yaml", "truncated")),
     "cassette-cut-in-the-middle": Case(_cut_cassette(lambda text: len(text) // 2), ("cassette.yaml", "truncated")),
