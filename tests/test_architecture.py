@@ -26,8 +26,10 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"engine"}),
 )
 ALLOWED_SIDEWAYS = {("replay.trace", "replay.cassette")}
+# Foundation modules: anything may import them, and they import nothing of the project.
+FOUNDATION = {"replay.lazy_exports", "replay.loopback"}
 # Top-level modules of replay, each a package of its own for these rules.
-STANDALONE = {"replay", "replay.lazy_exports", "replay.respx_alias"}
+STANDALONE = {"replay", "replay.respx_alias", *FOUNDATION}
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,16 @@ def test_imports_only_point_down() -> None:
         source, target = _package(found.importer), _package(found.imported)
         if source == target or source in STANDALONE or (source, target) in ALLOWED_SIDEWAYS:
             continue
-        if target == "replay.lazy_exports":
-            continue  # the export-table helper every package uses
+        if target in FOUNDATION:
+            continue
         source_layer, target_layer = _layer(source), _layer(target)
         if target in STANDALONE or source_layer is None or target_layer is None or target_layer <= source_layer:
             upward.append(f"{MODULES[found.importer].relative_to(ROOT)}:{found.line} imports {found.imported}")
     assert upward == []
+
+
+def test_foundation_modules_import_nothing_of_the_project() -> None:
+    assert [found for found in IMPORTS if found.importer in FOUNDATION] == []
 
 
 def test_nothing_in_engine_imports_replay() -> None:

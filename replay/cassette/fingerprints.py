@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Normalizer", "canonical_json", "fingerprint"]
+__all__ = ["Normalizer", "canonical_json", "fingerprint", "parse_body"]
 
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])")
@@ -120,3 +120,13 @@ def _temp_paths() -> re.Pattern[str]:
         alternatives = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True) if root)
         _TEMP_PATTERN = re.compile(rf"(?:{alternatives})/[^\s\"'/\\]+")
     return _TEMP_PATTERN
+
+
+def parse_body(body: bytes) -> Any:
+    """A request body as a fingerprint reads it: its JSON when it parses, else its text."""
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", errors="replace")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import json
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from vcr.request import Request as VcrRequest
 from replay.cassette._io import load_cassette, save_cassette
 from replay.cassette._model import Cassette, CassetteError
 from replay.cassette._vcr import interactions_from_vcr
-from replay.cassette.fingerprints import Normalizer, fingerprint
+from replay.cassette.fingerprints import Normalizer, fingerprint, parse_body
 from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
 from replay.cassette.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
@@ -263,7 +262,7 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
             else:
                 self.log.append(self.player.log[-1])
                 return replay_response(interaction, request, sync=False)
-        key = fingerprint(request.method, path, _parse_json(scrub_bytes(body)), normalizer=self._normalizer)
+        key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
         self.log.append(LoggedRequest(path, key))
         capture = _Capture()
         token = _CAPTURE.set(capture)
@@ -350,15 +349,6 @@ class _BrokenStream(httpx2.AsyncByteStream):
         for chunk in self._chunks:
             yield chunk
         raise self._error
-
-
-def _parse_json(body: bytes) -> Any:
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body.decode("utf-8", errors="replace")
 
 
 def _is_event_stream(headers: list[tuple[str, str]]) -> bool:

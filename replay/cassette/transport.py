@@ -22,7 +22,7 @@ from typing import Any
 import httpx2
 
 from replay.cassette._model import Cassette
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, parse_body
 from replay.cassette.interaction import FaultKind, Interaction, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
 from replay.cassette.scrub import scrub_bytes
@@ -125,7 +125,7 @@ class CassettePlayer:
         """The next recorded interaction for this request; ``CassetteMismatchError`` if none."""
         self._requests += 1
         # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
-        parsed = _parse_body(scrub_bytes(body))
+        parsed = parse_body(scrub_bytes(body))
         key = fingerprint(method, path, parsed, normalizer=self._normalizer)
         queue = self._queues.get(key)
         if not queue:
@@ -138,7 +138,7 @@ class CassettePlayer:
 
     def fingerprint_of(self, method: str, path: str, body: bytes) -> str:
         """The fingerprint this player gives a live request."""
-        return fingerprint(method, path, _parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+        return fingerprint(method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
 
     def unplayed(self) -> list[int]:
         """Indexes of the recorded interactions no request has asked for yet."""
@@ -289,15 +289,6 @@ def request_path(request: httpx2.Request) -> str:
     """The request's path and query, as fingerprints use it."""
     query = request.url.query.decode("ascii") if request.url.query else ""
     return request.url.path + (f"?{query}" if query else "")
-
-
-def _parse_body(body: bytes) -> Any:
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body.decode("utf-8", errors="replace")
 
 
 def _pretty(text: str) -> str:

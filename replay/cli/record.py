@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +15,7 @@ from replay.cli.signals import cleanup_on_sigterm
 from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
 from replay.fake.server import FakeModelServer
+from replay.loopback import is_loopback
 from replay.session.bundle import SESSION_FILE, WORKSPACE_DIR
 from replay.session.recording import record_bundle
 
@@ -150,7 +150,7 @@ def serve(
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a broken scenario, a host that is not loopback).
     """
-    if not _is_loopback(host):
+    if not is_loopback(host):
         fail(
             f"--host must be a loopback address (127.0.0.1, ::1 or localhost), not {host!r}: "
             "the fake model checks no key."
@@ -168,12 +168,3 @@ def serve(
             asyncio.run(server.serve_forever(on_ready=ready))
     except KeyboardInterrupt:
         typer.echo("Stopped.")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -29,6 +29,7 @@ from replay.fake.faults import ErrorType
 from replay.fake.http_request import LINE_LIMIT, BadRequest, HttpRequest, read_request, wants_keep_alive
 from replay.fake.http_response import error_response, send_response
 from replay.fake.model import FakeModel, FakeResponse, ScenarioExhaustedError
+from replay.loopback import is_loopback
 
 __all__ = ["AuthStyle", "FakeModelServer"]
 
@@ -67,7 +68,7 @@ class FakeModelServer:
     ) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an integer from 0 to 65535 (0 picks a free port), not {port!r}.")
-        if not allow_remote and not _is_loopback(host):
+        if not allow_remote and not is_loopback(host):
             raise ValueError(
                 f"FakeModelServer serves only loopback addresses (127.0.0.1, ::1, localhost), not {host!r}: "
                 "the fake model checks no keys. Pass allow_remote=True to serve another address anyway."
@@ -261,15 +262,6 @@ def _auth_style(headers: Mapping[str, str]) -> AuthStyle:
 
 
 # --- addresses -------------------------------------------------------------------------------
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: resolving it is no proof it stays local
 
 
 def _base_url(host: str, port: int) -> str:

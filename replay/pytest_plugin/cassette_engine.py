@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from replay.pytest_plugin.network_guard import NetworkGuard, is_loopback
+from replay.loopback import is_loopback
+from replay.pytest_plugin.network_guard import NetworkGuard
 from replay.pytest_plugin.options import (
     RECORD_HINT,
     CassetteLocation,

@@ -19,7 +19,9 @@ import threading
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["NetworkAccess", "NetworkGuard", "is_loopback"]
+from replay.loopback import is_loopback
+
+__all__ = ["NetworkAccess", "NetworkGuard"]
 
 
 class NetworkAccess(StrEnum):
@@ -135,18 +137,3 @@ def _is_ip_literal(host: Any) -> bool:
     except ValueError:
         return False
     return True
-
-
-def is_loopback(address: Any) -> bool:
-    """Whether a socket address is on this machine (a loopback IP or ``localhost``)."""
-    host = address[0] if isinstance(address, tuple) and address else address
-    if not isinstance(host, str):
-        return False
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False  # a host name, or a scoped IPv6 address: not provably local
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
