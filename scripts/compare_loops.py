@@ -155,8 +155,14 @@ def _load_minimal_loop() -> ModuleType:
     return module
 
 
+MINIMAL_LOOP = _load_minimal_loop()
+
+
 class NoWaitAnthropic(anthropic.Anthropic):
     """The SDK's client with its retry decisions intact and its retry sleep only counted."""
+
+    # The SDK sleeps with time.sleep inside its retry loop; this method is the one place to skip
+    # that wait without touching how it decides to retry (status, x-should-retry, max_retries).
 
     retries = 0
 
@@ -205,10 +211,9 @@ def run_minimal(scenario: FaultScenario, root: Path) -> str:
     """Run the minimal loop against a fresh server playing ``scenario``; describe what happened."""
     fake = FakeModel(Scenario.from_list(scenario.turns(MINIMAL_READ), name=scenario.name))
     workspace = _workspace(root)
-    minimal_loop = _load_minimal_loop()
     with FakeModelServer(fake) as server, NoWaitAnthropic(api_key="sk-ant-test", base_url=server.url) as client:
         try:
-            outcome = f"returns {_quote(minimal_loop.run(client, PROMPT, workspace))}"
+            outcome = f"returns {_quote(MINIMAL_LOOP.run(client, PROMPT, workspace))}"
         except anthropic.APIError as exc:
             outcome = _described_error(exc)
     requests = _message_requests(fake)
