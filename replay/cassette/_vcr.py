@@ -6,6 +6,11 @@ vcrpy's pipeline (vcr/serialize.py): on save, ``serialize(cassette_dict, seriali
 that dict to ``serializer.serialize``; on load, ``serializer.deserialize(text)`` must give that
 dict back, and vcrpy rebuilds Requests with ``Request(**request_dict)`` (so a request dict has
 exactly method, uri, body and headers) and turns str bodies back into bytes.
+
+vcrpy's default ``match_on`` compares scheme, host and port, so a cassette recorded against one
+base URL (a loopback port, a proxy) never plays against another. `FingerprintMatcher`, registered
+as ``"agent_replay"``, matches as `CassetteTransport` does: the project's fingerprint of method,
+path and normalized body, never scheme, host or port.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import vcr
 from vcr.persisters.filesystem import CassetteDecodeError, CassetteNotFoundError
@@ -22,19 +28,30 @@ from vcr.serialize import serialize as vcr_serialize
 
 from replay.cassette._content import FormatProblem
 from replay.cassette._io import loads_cassette, render_cassette
-from replay.cassette._model import MAX_CASSETTE_BYTES, RECORDED_PATH_KEYS, Cassette, CassetteError
+from replay.cassette._model import MAX_CASSETTE_BYTES, RECORDED_PATH_KEYS, Cassette, CassetteError, normalizer_for
 from replay.cassette._vcrpy import (
     VCRPY_FORMAT_VERSION,
     interactions_from_vcr_objects,
     interactions_from_vcrpy,
     interactions_to_vcrpy,
 )
+from replay.cassette.fingerprints import fingerprint, parse_body
 from replay.cassette.interaction import Interaction
+from replay.cassette.scrub import scrub_bytes
 from replay.storage.atomic import FileWriteError, atomic_write_text
 
-__all__ = ["SERIALIZER_NAME", "AgentReplaySerializer", "AtomicPersister", "interactions_from_vcr", "register_with_vcr"]
+__all__ = [
+    "MATCHER_NAME",
+    "SERIALIZER_NAME",
+    "AgentReplaySerializer",
+    "AtomicPersister",
+    "FingerprintMatcher",
+    "interactions_from_vcr",
+    "register_with_vcr",
+]
 
 SERIALIZER_NAME: Final = "agent_replay"
+MATCHER_NAME: Final = "agent_replay"
 _UNNAMED: Final = "the cassette given to the agent_replay serializer"
 _RECORDING: Final = "the recording"
 
@@ -60,6 +77,9 @@ class AgentReplaySerializer:
         if unknown:
             raise ValueError(f"unknown recorded_paths keys {unknown}; expected {', '.join(RECORDED_PATH_KEYS)}.")
         self.recorded_paths = paths
+        # (method, uri, body bytes) of each request read -> its fingerprint under the normalizer
+        # of the cassette it came from (which vcrpy's request dicts cannot carry).
+        self.loaded_fingerprints: dict[tuple[str, str, bytes], str] = {}
 
     def serialize(self, cassette_dict: Mapping[str, Any]) -> str:
         """Native YAML for vcrpy's version-1 dict."""
@@ -78,6 +98,9 @@ class AgentReplaySerializer:
     def deserialize(self, cassette_string: str) -> dict[str, Any]:
         """vcrpy's version-1 dict for a native or vcrpy cassette text."""
         cassette = loads_cassette(cassette_string, source_name=_UNNAMED)
+        for interaction, key in zip(cassette.interactions, cassette.fingerprints(), strict=True):
+            request = interaction.request
+            self.loaded_fingerprints[(request.method.upper(), request.uri, request.body_bytes())] = key
         document: dict[str, Any] = {
             "version": VCRPY_FORMAT_VERSION,
             "interactions": interactions_to_vcrpy(cassette.interactions),
@@ -124,7 +147,40 @@ class AtomicPersister:
             raise CassetteError(err.source, err.problem) from None
 
 
+class FingerprintMatcher:
+    """A vcrpy matcher: two requests match when their fingerprints are equal (method, path and
+    query without ``beta=true``, normalized body), whatever their scheme, host and port. A
+    request read by ``serializer`` has the fingerprint its cassette's folders give it; any other
+    is scrubbed and normalized against ``recorded_paths``, the folders of this run."""
+
+    def __init__(
+        self, *, recorded_paths: Mapping[str, str] | None = None, serializer: AgentReplaySerializer | None = None
+    ) -> None:
+        self._normalizer = normalizer_for(dict(recorded_paths or {}))
+        self._serializer = serializer
+
+    def __call__(self, r1: Any, r2: Any) -> None:
+        """vcrpy's matcher protocol: an ``AssertionError`` saying why the two differ."""
+        first, second = self.fingerprint_of(r1), self.fingerprint_of(r2)
+        assert first == second, f"fingerprint {first[:12]} != {second[:12]} (method, path, query or body differ)"
+
+    def fingerprint_of(self, request: Any) -> str:
+        """The fingerprint of a ``vcr.request.Request``."""
+        body = request.body_bytes if hasattr(request, "body_bytes") else request.body
+        body = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+        if self._serializer is not None:
+            stored = self._serializer.loaded_fingerprints.get((request.method.upper(), request.uri, body))
+            if stored is not None:
+                return stored
+        parts = urlsplit(request.uri)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        return fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+
+
 def register_with_vcr(my_vcr: vcr.VCR, *, recorded_paths: Mapping[str, str] | None = None) -> None:
-    """Register `AgentReplaySerializer` as ``"agent_replay"`` and `AtomicPersister` on ``my_vcr``."""
-    my_vcr.register_serializer(SERIALIZER_NAME, AgentReplaySerializer(recorded_paths=recorded_paths))
+    """Register `AgentReplaySerializer` as ``"agent_replay"``, `FingerprintMatcher` as the matcher
+    ``"agent_replay"`` (use it with ``match_on=["agent_replay"]``) and `AtomicPersister` on ``my_vcr``."""
+    serializer = AgentReplaySerializer(recorded_paths=recorded_paths)
+    my_vcr.register_serializer(SERIALIZER_NAME, serializer)
+    my_vcr.register_matcher(MATCHER_NAME, FingerprintMatcher(recorded_paths=recorded_paths, serializer=serializer))
     my_vcr.register_persister(AtomicPersister)
