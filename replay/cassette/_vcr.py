@@ -158,6 +158,7 @@ class FingerprintMatcher:
     ) -> None:
         self._normalizer = normalizer_for(dict(recorded_paths or {}))
         self._serializer = serializer
+        self.__name__ = MATCHER_NAME  # vcrpy names the matchers that failed by it
 
     def __call__(self, r1: Any, r2: Any) -> None:
         """vcrpy's matcher protocol: an ``AssertionError`` saying why the two differ."""
