@@ -15,6 +15,7 @@ path and normalized body, never scheme, host or port.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -48,12 +49,14 @@ __all__ = [
     "FingerprintMatcher",
     "interactions_from_vcr",
     "register_with_vcr",
+    "request_key",
 ]
 
 SERIALIZER_NAME: Final = "agent_replay"
 MATCHER_NAME: Final = "agent_replay"
 _UNNAMED: Final = "the cassette given to the agent_replay serializer"
 _RECORDING: Final = "the recording"
+_MATCHER_CACHE_LIMIT: Final = 4096
 
 
 def interactions_from_vcr(requests: Sequence[Any], responses: Sequence[Mapping[str, Any]]) -> list[Interaction]:
@@ -79,7 +82,7 @@ class AgentReplaySerializer:
         self.recorded_paths = paths
         # (method, uri, body bytes) of each request read -> its fingerprint under the normalizer
         # of the cassette it came from (which vcrpy's request dicts cannot carry).
-        self.loaded_fingerprints: dict[tuple[str, str, bytes], str] = {}
+        self.loaded_fingerprints: dict[bytes, str] = {}
 
     def serialize(self, cassette_dict: Mapping[str, Any]) -> str:
         """Native YAML for vcrpy's version-1 dict."""
@@ -100,7 +103,7 @@ class AgentReplaySerializer:
         cassette = loads_cassette(cassette_string, source_name=_UNNAMED)
         for interaction, key in zip(cassette.interactions, cassette.fingerprints(), strict=True):
             request = interaction.request
-            self.loaded_fingerprints[(request.method.upper(), request.uri, request.body_bytes())] = key
+            self.loaded_fingerprints[request_key(request.method, request.uri, request.body_bytes())] = key
         document: dict[str, Any] = {
             "version": VCRPY_FORMAT_VERSION,
             "interactions": interactions_to_vcrpy(cassette.interactions),
@@ -158,6 +161,9 @@ class FingerprintMatcher:
     ) -> None:
         self._normalizer = normalizer_for(dict(recorded_paths or {}))
         self._serializer = serializer
+        # vcrpy compares a live request with each stored one in turn: each request object's
+        # fingerprint is computed once (the entry holds the request, so its id stays its own).
+        self._computed: dict[int, tuple[Any, Any, str]] = {}
         self.__name__ = MATCHER_NAME  # vcrpy names the matchers that failed by it
 
     def __call__(self, r1: Any, r2: Any) -> None:
@@ -167,15 +173,29 @@ class FingerprintMatcher:
 
     def fingerprint_of(self, request: Any) -> str:
         """The fingerprint of a ``vcr.request.Request``."""
-        body = request.body_bytes if hasattr(request, "body_bytes") else request.body
-        body = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+        raw = request.body_bytes if hasattr(request, "body_bytes") else request.body
+        cached = self._computed.get(id(request))
+        if cached is not None and cached[0] is request and cached[1] is raw:
+            return cached[2]
+        body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
+        key = None
         if self._serializer is not None:
-            stored = self._serializer.loaded_fingerprints.get((request.method.upper(), request.uri, body))
-            if stored is not None:
-                return stored
-        parts = urlsplit(request.uri)
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        return fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+            key = self._serializer.loaded_fingerprints.get(request_key(request.method, request.uri, body))
+        if key is None:
+            parts = urlsplit(request.uri)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+        if len(self._computed) >= _MATCHER_CACHE_LIMIT:
+            self._computed.clear()
+        self._computed[id(request)] = (request, raw, key)
+        return key
+
+
+def request_key(method: str, uri: str, body: bytes) -> bytes:
+    """A short key for one request as sent: its method, URI and body bytes."""
+    digest = hashlib.sha256(f"{method.upper()} {uri}\n".encode())
+    digest.update(body)
+    return digest.digest()
 
 
 def register_with_vcr(my_vcr: vcr.VCR, *, recorded_paths: Mapping[str, str] | None = None) -> None:

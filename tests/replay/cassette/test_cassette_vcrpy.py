@@ -34,7 +34,15 @@ from replay.cassette import (
     register_with_vcr,
 )
 from replay.cassette._vcr import FingerprintMatcher
-from replay.cassette.interaction import BodyKind, FaultKind, RecordedFault, SseEvent
+from replay.cassette.interaction import (
+    BodyKind,
+    FaultKind,
+    Interaction,
+    RecordedFault,
+    RecordedRequest,
+    RecordedResponse,
+    SseEvent,
+)
 from replay.cassette.scrub import scrub_vcr_request, scrub_vcr_response
 from replay.cassette.secret_scan import find_secrets
 from replay.fake.blocks import TextBlock, ToolUseBlock, Turn
@@ -344,6 +352,31 @@ def test_the_fingerprint_matcher_leaves_out_beta_true_and_compares_the_rest() ->
         matcher(live, Request("POST", "http://127.0.0.1:1/v1/messages?limit=2", body, {}))
     with pytest.raises(AssertionError, match="fingerprint"):
         matcher(live, Request("POST", "http://127.0.0.1:1/v1/messages", body.replace(b"Read", b"Edit"), {}))
+
+
+def test_the_fingerprint_matcher_normalizes_each_side_against_its_own_folders(tmp_path: Path) -> None:
+    def read_request(workspace: str) -> dict[str, Any]:
+        return {"model": MODEL, "messages": [{"role": "user", "content": f"Read {workspace}/app.py"}]}
+
+    recorded = Cassette(
+        interactions=[
+            Interaction(
+                RecordedRequest(
+                    method="POST", uri="http://127.0.0.1:8123/v1/messages", body=read_request("/home/ana/work")
+                ),
+                RecordedResponse(status=200, kind=BodyKind.JSON, body={"type": "message"}),
+            )
+        ],
+        recorded_paths={"workspace": "/home/ana/work"},
+    )
+    serializer = AgentReplaySerializer(recorded_paths={"workspace": str(tmp_path)})
+    matcher = FingerprintMatcher(recorded_paths={"workspace": str(tmp_path)}, serializer=serializer)
+    [stored] = [Request(**i["request"]) for i in serializer.deserialize(dumps_cassette(recorded))["interactions"]]
+    live = Request("POST", "https://api.anthropic.com/v1/messages", json.dumps(read_request(str(tmp_path))), {})
+
+    assert matcher(live, stored) is None
+    with pytest.raises(AssertionError):
+        FingerprintMatcher(recorded_paths={"workspace": str(tmp_path)})(live, stored)
 
 
 def test_a_plain_vcrpy_recording_with_the_scrub_hooks_holds_no_key(tmp_path: Path, client_on: Any) -> None:
