@@ -14,7 +14,7 @@ from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, Cassette, normalizer_for
-from replay.cassette.fingerprints import canonical_json, fingerprint
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, route_key
 from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
@@ -156,7 +156,11 @@ def decode_native(document: Mapping[str, Any]) -> Cassette:
         _check_keys(raw, ("request", "response"), where)
         request, stored = _decode_request(index, _mapping(raw.get("request"), f"{where}.request"), reader, where)
         computed = fingerprint(request.method, request.path, request.body, normalizer=normalizer)
-        if stored is not None and stored != computed:
+        if (
+            stored is not None
+            and stored != computed
+            and not _stored_before_query_normalizing(stored, request, normalizer)
+        ):
             raise FormatProblem(
                 where,
                 f"the fingerprint index disagrees with its bodies (stored {stored[:12]}…, computed {computed[:12]}…)",
@@ -171,6 +175,13 @@ def decode_native(document: Mapping[str, Any]) -> Cassette:
         recorded_paths=dict(recorded_paths),
         metadata=dict(metadata),
         computed_fingerprints=computed_fingerprints,
+    )
+
+
+def _stored_before_query_normalizing(stored: str, request: RecordedRequest, normalizer: Normalizer) -> bool:
+    # A cassette written before ``beta=true`` left the fingerprint stores it with the whole query.
+    return route_key(request.path) != request.path and stored == fingerprint(
+        request.method, request.path, request.body, normalizer=normalizer, whole_query=True
     )
 
 

@@ -6,14 +6,21 @@ vcrpy's pipeline (vcr/serialize.py): on save, ``serialize(cassette_dict, seriali
 that dict to ``serializer.serialize``; on load, ``serializer.deserialize(text)`` must give that
 dict back, and vcrpy rebuilds Requests with ``Request(**request_dict)`` (so a request dict has
 exactly method, uri, body and headers) and turns str bodies back into bytes.
+
+vcrpy's default ``match_on`` compares scheme, host and port, so a cassette recorded against one
+base URL (a loopback port, a proxy) never plays against another. `FingerprintMatcher`, registered
+as ``"agent_replay"``, matches as `CassetteTransport` does: the project's fingerprint of method,
+path and normalized body, never scheme, host or port.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import vcr
 from vcr.persisters.filesystem import CassetteDecodeError, CassetteNotFoundError
@@ -22,21 +29,34 @@ from vcr.serialize import serialize as vcr_serialize
 
 from replay.cassette._content import FormatProblem
 from replay.cassette._io import loads_cassette, render_cassette
-from replay.cassette._model import MAX_CASSETTE_BYTES, RECORDED_PATH_KEYS, Cassette, CassetteError
+from replay.cassette._model import MAX_CASSETTE_BYTES, RECORDED_PATH_KEYS, Cassette, CassetteError, normalizer_for
 from replay.cassette._vcrpy import (
     VCRPY_FORMAT_VERSION,
     interactions_from_vcr_objects,
     interactions_from_vcrpy,
     interactions_to_vcrpy,
 )
+from replay.cassette.fingerprints import fingerprint, parse_body
 from replay.cassette.interaction import Interaction
+from replay.cassette.scrub import scrub_bytes
 from replay.storage.atomic import FileWriteError, atomic_write_text
 
-__all__ = ["SERIALIZER_NAME", "AgentReplaySerializer", "AtomicPersister", "interactions_from_vcr", "register_with_vcr"]
+__all__ = [
+    "MATCHER_NAME",
+    "SERIALIZER_NAME",
+    "AgentReplaySerializer",
+    "AtomicPersister",
+    "FingerprintMatcher",
+    "interactions_from_vcr",
+    "register_with_vcr",
+    "request_key",
+]
 
 SERIALIZER_NAME: Final = "agent_replay"
+MATCHER_NAME: Final = "agent_replay"
 _UNNAMED: Final = "the cassette given to the agent_replay serializer"
 _RECORDING: Final = "the recording"
+_MATCHER_CACHE_LIMIT: Final = 4096
 
 
 def interactions_from_vcr(requests: Sequence[Any], responses: Sequence[Mapping[str, Any]]) -> list[Interaction]:
@@ -60,6 +80,9 @@ class AgentReplaySerializer:
         if unknown:
             raise ValueError(f"unknown recorded_paths keys {unknown}; expected {', '.join(RECORDED_PATH_KEYS)}.")
         self.recorded_paths = paths
+        # (method, uri, body bytes) of each request read -> its fingerprint under the normalizer
+        # of the cassette it came from (which vcrpy's request dicts cannot carry).
+        self.loaded_fingerprints: dict[bytes, str] = {}
 
     def serialize(self, cassette_dict: Mapping[str, Any]) -> str:
         """Native YAML for vcrpy's version-1 dict."""
@@ -78,6 +101,9 @@ class AgentReplaySerializer:
     def deserialize(self, cassette_string: str) -> dict[str, Any]:
         """vcrpy's version-1 dict for a native or vcrpy cassette text."""
         cassette = loads_cassette(cassette_string, source_name=_UNNAMED)
+        for interaction, key in zip(cassette.interactions, cassette.fingerprints(), strict=True):
+            request = interaction.request
+            self.loaded_fingerprints[request_key(request.method, request.uri, request.body_bytes())] = key
         document: dict[str, Any] = {
             "version": VCRPY_FORMAT_VERSION,
             "interactions": interactions_to_vcrpy(cassette.interactions),
@@ -124,7 +150,58 @@ class AtomicPersister:
             raise CassetteError(err.source, err.problem) from None
 
 
+class FingerprintMatcher:
+    """A vcrpy matcher: two requests match when their fingerprints are equal (method, path and
+    query without ``beta=true``, normalized body), whatever their scheme, host and port. A
+    request read by ``serializer`` has the fingerprint its cassette's folders give it; any other
+    is scrubbed and normalized against ``recorded_paths``, the folders of this run."""
+
+    def __init__(
+        self, *, recorded_paths: Mapping[str, str] | None = None, serializer: AgentReplaySerializer | None = None
+    ) -> None:
+        self._normalizer = normalizer_for(dict(recorded_paths or {}))
+        self._serializer = serializer
+        # vcrpy compares a live request with each stored one in turn: each request object's
+        # fingerprint is computed once (the entry holds the request, so its id stays its own).
+        self._computed: dict[int, tuple[Any, Any, str]] = {}
+        self.__name__ = MATCHER_NAME  # vcrpy names the matchers that failed by it
+
+    def __call__(self, r1: Any, r2: Any) -> None:
+        """vcrpy's matcher protocol: an ``AssertionError`` saying why the two differ."""
+        first, second = self.fingerprint_of(r1), self.fingerprint_of(r2)
+        assert first == second, f"fingerprint {first[:12]} != {second[:12]} (method, path, query or body differ)"
+
+    def fingerprint_of(self, request: Any) -> str:
+        """The fingerprint of a ``vcr.request.Request``."""
+        raw = request.body_bytes if hasattr(request, "body_bytes") else request.body
+        cached = self._computed.get(id(request))
+        if cached is not None and cached[0] is request and cached[1] is raw:
+            return cached[2]
+        body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
+        key = None
+        if self._serializer is not None:
+            key = self._serializer.loaded_fingerprints.get(request_key(request.method, request.uri, body))
+        if key is None:
+            parts = urlsplit(request.uri)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+        if len(self._computed) >= _MATCHER_CACHE_LIMIT:
+            self._computed.clear()
+        self._computed[id(request)] = (request, raw, key)
+        return key
+
+
+def request_key(method: str, uri: str, body: bytes) -> bytes:
+    """A short key for one request as sent: its method, URI and body bytes."""
+    digest = hashlib.sha256(f"{method.upper()} {uri}\n".encode())
+    digest.update(body)
+    return digest.digest()
+
+
 def register_with_vcr(my_vcr: vcr.VCR, *, recorded_paths: Mapping[str, str] | None = None) -> None:
-    """Register `AgentReplaySerializer` as ``"agent_replay"`` and `AtomicPersister` on ``my_vcr``."""
-    my_vcr.register_serializer(SERIALIZER_NAME, AgentReplaySerializer(recorded_paths=recorded_paths))
+    """Register `AgentReplaySerializer` as ``"agent_replay"``, `FingerprintMatcher` as the matcher
+    ``"agent_replay"`` (use it with ``match_on=["agent_replay"]``) and `AtomicPersister` on ``my_vcr``."""
+    serializer = AgentReplaySerializer(recorded_paths=recorded_paths)
+    my_vcr.register_serializer(SERIALIZER_NAME, serializer)
+    my_vcr.register_matcher(MATCHER_NAME, FingerprintMatcher(recorded_paths=recorded_paths, serializer=serializer))
     my_vcr.register_persister(AtomicPersister)

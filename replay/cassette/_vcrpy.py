@@ -2,11 +2,15 @@
 
 vcrpy keeps a request as ``{method, uri, body, headers: {name: [values]}}`` and a response as
 ``{status: {code, message}, headers: {name: [values]}, body: {string: bytes}}`` (older httpx
-cassettes: ``{status_code, headers, content}``). Going in, bodies become data: a JSON request
-body its parsed value; a response body events (``text/event-stream``), JSON
+cassettes: ``{status_code, http_version, headers, content}``; aiohttp and tornado add the
+response's ``url``). A body is text, ``!!binary`` bytes, ``null`` or, in a response, ``{string:
+...}`` holding one of those. pydantic-ai's serializer stores a JSON body as data under
+``parsed_body`` instead of ``body``, request and response alike. Going in, bodies become data: a
+JSON request body its parsed value; a response body events (``text/event-stream``), JSON
 (``application/json``), text (UTF-8) or base64 (anything else), after undoing a
 ``content-encoding``. Going out, bodies become bytes again. A response may carry
-``x_agent_replay_fault`` (`FAULT_KEY`), the fault that cut it short; vcrpy ignores it.
+``x_agent_replay_fault`` (`FAULT_KEY`), the fault that cut it short; vcrpy ignores it. Any other
+key is refused by name: a field this reader does not know is never dropped silently.
 """
 
 from __future__ import annotations
@@ -40,6 +44,19 @@ __all__ = [
 
 FAULT_KEY: Final = "x_agent_replay_fault"
 VCRPY_FORMAT_VERSION: Final = 1
+# pydantic-ai's vcrpy serializer: a JSON body as data, in place of ``body``.
+PARSED_BODY_KEY: Final = "parsed_body"
+
+_TOP_KEYS: Final = ("version", "interactions", "metadata")
+_INTERACTION_KEYS: Final = ("request", "response")
+_REQUEST_KEYS: Final = ("method", "uri", "body", "headers", PARSED_BODY_KEY)
+_RESPONSE_KEYS: Final = ("status", "headers", "body", "url", PARSED_BODY_KEY, FAULT_KEY)
+_OLD_HTTPX_RESPONSE_KEYS: Final = ("status_code", "http_version", "headers", "content", "url", FAULT_KEY)
+_STATUS_KEYS: Final = ("code", "message")
+_BODY_KEYS: Final = ("string",)
+_UNKNOWN_REMEDY: Final = (
+    "this reader knows vcrpy's and pydantic-ai's cassette fields only; remove that field or convert the cassette"
+)
 
 
 def is_vcrpy_shape(document: Any) -> bool:
@@ -49,6 +66,7 @@ def is_vcrpy_shape(document: Any) -> bool:
 
 def interactions_from_vcrpy(document: Mapping[str, Any]) -> list[Interaction]:
     """The interactions of a vcrpy cassette dict (version already checked). Raises `FormatProblem`."""
+    _check_keys(document, _TOP_KEYS, "the top level")
     raw_interactions = document["interactions"]
     if not isinstance(raw_interactions, list):
         raise FormatProblem("interactions", "must be a list")
@@ -59,6 +77,7 @@ def interactions_from_vcrpy(document: Mapping[str, Any]) -> list[Interaction]:
             raise FormatProblem(where, "must be a mapping with a request and a response")
         if not isinstance(raw.get("response"), Mapping):
             raise FormatProblem(where, "must be a mapping with a request and a response")
+        _check_keys(raw, _INTERACTION_KEYS, where)
         request = _request_from_vcrpy(raw["request"], f"{where}.request")
         response = _response_from_vcrpy(raw["response"], f"{where}.response")
         interactions.append(Interaction(request, response))
@@ -114,10 +133,19 @@ def interactions_to_vcrpy(interactions: list[Interaction]) -> list[dict[str, Any
 
 
 def _request_from_vcrpy(raw: Mapping[str, Any], where: str) -> RecordedRequest:
+    _check_keys(raw, _REQUEST_KEYS, where)
     method, uri = raw.get("method"), raw.get("uri")
     if not isinstance(method, str) or not isinstance(uri, str):
         raise FormatProblem(where, "must have a method and a uri, both strings")
-    body = raw.get("body")
+    headers = _headers_from_vcrpy(raw.get("headers", {}), f"{where}.headers")
+    if PARSED_BODY_KEY in raw:
+        body = _parsed_body(raw, where)
+        parsed = raw[PARSED_BODY_KEY]
+        # Objects and arrays stay data, as a parsed JSON body does; any other value stays its text.
+        return RecordedRequest(
+            method=method, uri=uri, headers=headers, body=parsed if isinstance(parsed, (dict, list)) else body
+        )
+    body = _body_string(raw.get("body"), f"{where}.body")
     if isinstance(body, bytes):
         try:
             body = body.decode("utf-8")
@@ -127,14 +155,32 @@ def _request_from_vcrpy(raw: Mapping[str, Any], where: str) -> RecordedRequest:
                 "is binary (not UTF-8); cassettes hold JSON or text request bodies",
                 "send the request body as JSON or UTF-8 text, or leave that request out of the cassette",
             ) from None
-    if body is not None and not isinstance(body, str):
-        raise FormatProblem(f"{where}.body", f"must be text or bytes, not {type(body).__name__}")
-    return RecordedRequest(
-        method=method,
-        uri=uri,
-        headers=_headers_from_vcrpy(raw.get("headers", {}), f"{where}.headers"),
-        body=_request_body(body),
-    )
+    return RecordedRequest(method=method, uri=uri, headers=headers, body=_request_body(body))
+
+
+def _body_string(body: Any, where: str) -> str | bytes | None:
+    """A body field's text or bytes: ``"..."``, ``!!binary``, ``null`` or ``{string: ...}``."""
+    if isinstance(body, Mapping):
+        _check_keys(body, _BODY_KEYS, where)
+        body = body.get("string")
+        where = f"{where}.string"
+    if body is not None and not isinstance(body, (str, bytes)):
+        raise FormatProblem(where, f"must be text or bytes, not {type(body).__name__}")
+    return body
+
+
+def _parsed_body(raw: Mapping[str, Any], where: str) -> str:
+    """The JSON text of pydantic-ai's ``parsed_body``, which stands in for ``body``."""
+    if raw.get("body") is not None:
+        raise FormatProblem(
+            where,
+            f"has both a body and a {PARSED_BODY_KEY}, so which one was sent is unclear",
+            "keep only one of them, or re-record the cassette",
+        )
+    try:
+        return json.dumps(raw[PARSED_BODY_KEY], ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise FormatProblem(f"{where}.{PARSED_BODY_KEY}", f"is not JSON data ({err})") from None
 
 
 def _request_body(text: str | None) -> Any:
@@ -167,20 +213,27 @@ def _headers_from_vcrpy(raw: Any, where: str) -> dict[str, str]:
 
 def _response_from_vcrpy(raw: Mapping[str, Any], where: str) -> RecordedResponse:
     if "status_code" in raw:  # vcrpy's older httpx shape
-        status, body = raw.get("status_code"), raw.get("content")
+        _check_keys(raw, _OLD_HTTPX_RESPONSE_KEYS, where)
+        status, body = raw.get("status_code"), _body_string(raw.get("content"), f"{where}.content")
     else:
+        _check_keys(raw, _RESPONSE_KEYS, where)
         status_field = raw.get("status")
+        if isinstance(status_field, Mapping):
+            _check_keys(status_field, _STATUS_KEYS, f"{where}.status")
         status = status_field.get("code") if isinstance(status_field, Mapping) else None
-        body_field = raw.get("body")
-        body = body_field.get("string") if isinstance(body_field, Mapping) else body_field
+        if PARSED_BODY_KEY in raw:
+            body = _parsed_body(raw, where)
+        else:
+            body = _body_string(raw.get("body"), f"{where}.body")
     if not isinstance(status, int) or isinstance(status, bool):
         raise FormatProblem(f"{where}.status", "must have an integer code")
     headers = _headers_from_vcrpy(raw.get("headers", {}), f"{where}.headers")
     data = body.encode("utf-8") if isinstance(body, str) else body
-    if data is not None and not isinstance(data, bytes):
-        raise FormatProblem(f"{where}.body", f"must be text or bytes, not {type(data).__name__}")
     encoding = headers.pop("content-encoding", None)
-    if encoding and data:
+    if PARSED_BODY_KEY in raw:
+        # The parsed body is the decoded JSON already: no compression left to undo.
+        headers.pop("content-length", None)
+    elif encoding and data:
         try:
             data = decode_content_encoding(data, encoding)
         except ContentEncodingError as err:
@@ -234,6 +287,14 @@ def _fault_from_vcrpy(raw: Any, where: str) -> RecordedFault | None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise FormatProblem(f"{where}.{key}", "must be a non-negative integer")
     return RecordedFault(kind=kind, **counts)
+
+
+def _check_keys(raw: Mapping[Any, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = [key for key in raw if key not in known]
+    if unknown:
+        raise FormatProblem(
+            where, f"has the unknown field {unknown[0]!r} (the fields read here: {', '.join(known)})", _UNKNOWN_REMEDY
+        )
 
 
 def _reason(status: int) -> str:

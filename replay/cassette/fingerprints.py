@@ -1,9 +1,11 @@
 """Request fingerprints: what makes two requests "the same request".
 
-A fingerprint is the SHA-256 of the method, the URL path and the canonical JSON of the body
-(sorted keys, compact) after normalization: the workspace, home and temp paths, UUIDs,
+A fingerprint is the SHA-256 of the method, the URL path and query and the canonical JSON of the
+body (sorted keys, compact) after normalization: the workspace, home and temp paths, UUIDs,
 timestamps and durations become placeholders, so a session recorded in one folder on one day
-replays in another folder on another day. Headers never take part (they vary by machine,
+replays in another folder on another day. The query parameter ``beta=true`` is left out
+(`route_key`): older SDKs and the Claude Code CLI add it to ``/v1/messages`` for the same request
+that anthropic 2.x sends without it; every other query parameter counts. Headers never take part (they vary by machine,
 attempt and SDK version). The body's key order never matters either: the SDK's ``create()``
 and ``stream()`` order keys differently.
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Normalizer", "canonical_json", "fingerprint", "parse_body"]
+__all__ = ["IGNORED_QUERY_PARAMETERS", "Normalizer", "canonical_json", "fingerprint", "parse_body", "route_key"]
 
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])")
@@ -29,6 +31,9 @@ _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|s
 _TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/var/folders")
 _CACHE_FROM = 24  # shorter values are cheaper to normalize than to look up
 _CACHE_LIMIT = 50_000
+# Query parameters that never change the answer: ``beta=true`` marks the SDK's beta resource
+# (older SDKs, the Claude Code CLI), which sends the same body to the same endpoint.
+IGNORED_QUERY_PARAMETERS: frozenset[str] = frozenset({"beta=true"})
 
 
 def canonical_json(value: Any) -> str:
@@ -101,11 +106,25 @@ class Normalizer:
         return normalized
 
 
-def fingerprint(method: str, path: str, body: Any, *, normalizer: Normalizer | None = None) -> str:
-    """The hex SHA-256 that identifies a request for matching."""
+def route_key(path: str) -> str:
+    """``path`` (with its query) as a fingerprint reads it: without `IGNORED_QUERY_PARAMETERS`,
+    the other parameters kept as they are, in their order."""
+    route, separator, query = path.partition("?")
+    if not separator:
+        return path
+    kept = [parameter for parameter in query.split("&") if parameter not in IGNORED_QUERY_PARAMETERS]
+    return f"{route}?{'&'.join(kept)}" if kept else route
+
+
+def fingerprint(
+    method: str, path: str, body: Any, *, normalizer: Normalizer | None = None, whole_query: bool = False
+) -> str:
+    """The hex SHA-256 that identifies a request for matching; ``path`` includes the query.
+    ``whole_query`` keeps `IGNORED_QUERY_PARAMETERS` too, as fingerprints did before they were
+    left out (a cassette written then stores those)."""
     normalized = (normalizer or Normalizer()).body(body)
     digest = hashlib.sha256()
-    digest.update(f"{method.upper()} {path}\n".encode())
+    digest.update(f"{method.upper()} {path if whole_query else route_key(path)}\n".encode())
     digest.update(normalized.encode("utf-8"))
     return digest.hexdigest()
 

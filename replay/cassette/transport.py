@@ -22,8 +22,8 @@ from typing import Any
 import httpx2
 
 from replay.cassette._model import Cassette
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, parse_body
-from replay.cassette.interaction import FaultKind, Interaction, RecordedResponse
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, parse_body, route_key
+from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
 from replay.cassette.scrub import scrub_bytes
 
@@ -161,9 +161,13 @@ class CassettePlayer:
             f"No recorded interaction matches request {self._requests}: {method} {path} "
             f"(fingerprint {key[:12]}) in {self.name}."
         ]
+        lines.extend(self._same_body_elsewhere(method, path, body))
         nearest = self._nearest(method, path, body)
         if not nearest:
-            lines.append(f"The cassette has no {method} {path} request at all ({len(self._recorded)} interactions).")
+            lines.append(
+                f"The cassette has no {method} {route_key(path)} request at all ({len(self._recorded)} interactions"
+                f"{self._routes()})."
+            )
         else:
             lines.append("Nearest recorded requests:")
             live_text = _pretty(self._normalizer.body(body))
@@ -190,9 +194,47 @@ class CassettePlayer:
         lines.append(RERECORD_HINT)
         return "\n".join(lines)
 
+    def _same_body_elsewhere(self, method: str, path: str, body: Any) -> list[str]:
+        """Lines naming the recorded requests that this body would match under their own
+        method, path or query: the request differs from them in nothing else."""
+        own_route = (method.upper(), route_key(path))
+        found: dict[tuple[str, str], list[_Recorded]] = {}
+        for recorded in self._recorded:
+            request = recorded.interaction.request
+            route = (request.method.upper(), route_key(request.path))
+            if route != own_route:
+                found.setdefault(route, []).append(recorded)
+        lines = []
+        for (other_method, other_path), group in found.items():
+            key = fingerprint(other_method, other_path, body, normalizer=self._normalizer)
+            same = [r for r in group if r.fingerprint == key]
+            if same:
+                first = next((r for r in same if not self._played[r.index]), same[0])
+                played = "played" if self._played[first.index] else "not played yet"
+                lines.append(
+                    f"A recorded request has the same body but is {first.interaction.request.method} "
+                    f"{first.interaction.request.path} (#{first.index + 1}, {played}; {len(same)} such): "
+                    f"this request differs only in {_route_difference(method, path, first.interaction.request)}."
+                )
+        return lines
+
+    def _routes(self) -> str:
+        counts: dict[str, int] = {}
+        for recorded in self._recorded:
+            request = recorded.interaction.request
+            route = f"{request.method} {request.path}"
+            counts[route] = counts.get(route, 0) + 1
+        if not counts:
+            return ""
+        listed = ", ".join(f"{route} ×{count}" for route, count in list(counts.items())[:5])
+        return f": {listed}" + (f" and {len(counts) - 5} more routes" if len(counts) > 5 else "")
+
     def _nearest(self, method: str, path: str, body: Any) -> list[_Recorded]:
+        own_route = (method.upper(), route_key(path))
         candidates = [
-            r for r in self._recorded if r.interaction.request.method == method and r.interaction.request.path == path
+            r
+            for r in self._recorded
+            if (r.interaction.request.method.upper(), route_key(r.interaction.request.path)) == own_route
         ]
         if not candidates:
             return []
@@ -289,6 +331,22 @@ def request_path(request: httpx2.Request) -> str:
     """The request's path and query, as fingerprints use it."""
     query = request.url.query.decode("ascii") if request.url.query else ""
     return request.url.path + (f"?{query}" if query else "")
+
+
+def _route_difference(method: str, path: str, recorded: RecordedRequest) -> str:
+    """Which of method, path and query tell a request from ``recorded``."""
+    own_path, _, own_query = route_key(path).partition("?")
+    other_path, _, other_query = route_key(recorded.path).partition("?")
+    parts = [
+        name
+        for name, differs in (
+            ("method", method.upper() != recorded.method.upper()),
+            ("path", own_path != other_path),
+            ("query", own_query != other_query),
+        )
+        if differs
+    ]
+    return " and ".join(parts)
 
 
 def _pretty(text: str) -> str:

@@ -11,6 +11,7 @@ import pytest
 import replay.cassette._content as content_module
 import replay.cassette._io as cassette_io
 from replay.cassette import Cassette, CassetteError, dumps_cassette, load_cassette, loads_cassette, save_cassette
+from replay.cassette.fingerprints import fingerprint
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
 
 URI = "https://api.anthropic.com/v1/messages"
@@ -157,6 +158,22 @@ def test_a_fingerprint_that_disagrees_with_its_body_names_the_interaction(tmp_pa
     message = message_of(write(tmp_path, "\n".join(edited)))
     assert "is invalid at interactions[1]: the fingerprint index disagrees with its bodies (stored" in message
     assert "delete that fingerprint line to accept the edit." in message
+
+
+def test_a_beta_true_fingerprint_stored_before_the_query_was_normalized_still_loads(tmp_path: Path) -> None:
+    interaction = session(1)[0]
+    beta = Interaction(
+        RecordedRequest(method="POST", uri=f"{URI}?beta=true", body=interaction.request.body), interaction.response
+    )
+    text = dumps_cassette(Cassette(interactions=[beta]))
+    current = fingerprint("POST", "/v1/messages?beta=true", beta.request.body)
+    older = fingerprint("POST", "/v1/messages?beta=true", beta.request.body, whole_query=True)
+    assert f"fingerprint: {current}" in text
+
+    cassette = load_cassette(write(tmp_path, text.replace(current, older)))
+
+    assert cassette.fingerprints() == [current]
+    assert "disagrees" in message_of(write(tmp_path, text.replace(current, "a" * 64), name="edited.yaml"))
 
 
 def test_two_different_bodies_under_one_content_key_are_a_collision(tmp_path: Path, good_text: str) -> None:

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 import vcr
 import vcr.serialize
+from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.persisters.filesystem import CassetteDecodeError, CassetteNotFoundError
 from vcr.request import Request
 from vcr.serializers import jsonserializer, yamlserializer
@@ -32,7 +33,16 @@ from replay.cassette import (
     loads_cassette,
     register_with_vcr,
 )
-from replay.cassette.interaction import BodyKind, FaultKind, RecordedFault, SseEvent
+from replay.cassette._vcr import FingerprintMatcher
+from replay.cassette.interaction import (
+    BodyKind,
+    FaultKind,
+    Interaction,
+    RecordedFault,
+    RecordedRequest,
+    RecordedResponse,
+    SseEvent,
+)
 from replay.cassette.scrub import scrub_vcr_request, scrub_vcr_response
 from replay.cassette.secret_scan import find_secrets
 from replay.fake.blocks import TextBlock, ToolUseBlock, Turn
@@ -73,8 +83,10 @@ def mock_transport(model: FakeModel, *, gzip_json: bool = False) -> httpx2.MockT
 def client_on() -> Iterator[Callable[[httpx2.BaseTransport], anthropic.Anthropic]]:
     clients: list[anthropic.Anthropic] = []
 
-    def build(transport: httpx2.BaseTransport) -> anthropic.Anthropic:
-        client = anthropic.Anthropic(api_key=KEY, max_retries=0, http_client=httpx2.Client(transport=transport))
+    def build(transport: httpx2.BaseTransport, base_url: str | None = None) -> anthropic.Anthropic:
+        client = anthropic.Anthropic(
+            api_key=KEY, base_url=base_url, max_retries=0, http_client=httpx2.Client(transport=transport)
+        )
         clients.append(client)
         return client
 
@@ -289,6 +301,82 @@ def test_vcrpy_records_a_native_cassette_without_the_key_and_plays_it_back(tmp_p
     assert cassette.all_played
 
     assert replayed == recorded
+
+
+@pytest.mark.parametrize("serializer", ["agent_replay", "yaml", "json"])
+def test_a_vcrpy_cassette_recorded_against_one_base_url_replays_against_another(
+    tmp_path: Path, client_on: Any, serializer: str
+) -> None:
+    path = tmp_path / f"session.{serializer}"
+    recording = vcr.VCR(serializer=serializer, record_mode="once", match_on=["agent_replay"])
+    register_with_vcr(recording, recorded_paths={"workspace": str(tmp_path)})
+    with recording.use_cassette(str(path)):
+        model = mock_transport(fake_model(), gzip_json=serializer != "json")
+        recorded = run_session(client_on(model, "http://127.0.0.1:8123"))
+    assert "127.0.0.1:8123" in path.read_text(encoding="utf-8")
+
+    def unreachable(request: httpx2.Request) -> httpx2.Response:
+        raise AssertionError(f"vcrpy sent {request.url} to the network")
+
+    playback = vcr.VCR(serializer=serializer, record_mode="none", match_on=["agent_replay"])
+    register_with_vcr(playback)
+    with playback.use_cassette(str(path)) as cassette:
+        replayed = run_session(client_on(httpx2.MockTransport(unreachable), "https://proxy.example.com:9443"))
+
+    assert replayed == recorded
+    assert cassette.all_played
+
+
+def test_vcrpys_default_matchers_do_not_replay_across_base_urls(tmp_path: Path, client_on: Any) -> None:
+    path = tmp_path / "session.yaml"
+    recording = vcr.VCR(serializer="agent_replay", record_mode="once")
+    register_with_vcr(recording)
+    with recording.use_cassette(str(path)):
+        run_session(client_on(mock_transport(fake_model()), "http://127.0.0.1:8123"))
+
+    playback = vcr.VCR(serializer="agent_replay", record_mode="none")
+    register_with_vcr(playback)
+    with playback.use_cassette(str(path)), pytest.raises(anthropic.APIConnectionError) as caught:
+        run_session(client_on(mock_transport(fake_model()), "http://127.0.0.1:9000"))
+
+    assert isinstance(caught.value.__cause__, CannotOverwriteExistingCassetteException)
+
+
+def test_the_fingerprint_matcher_leaves_out_beta_true_and_compares_the_rest() -> None:
+    matcher = FingerprintMatcher()
+    body = json.dumps({"model": MODEL, "messages": PROMPT}).encode()
+    live = Request("POST", "https://api.anthropic.com/v1/messages", body, {})
+
+    assert matcher(live, Request("POST", "http://127.0.0.1:1/v1/messages?beta=true", body, {})) is None
+    with pytest.raises(AssertionError, match="fingerprint"):
+        matcher(live, Request("POST", "http://127.0.0.1:1/v1/messages?limit=2", body, {}))
+    with pytest.raises(AssertionError, match="fingerprint"):
+        matcher(live, Request("POST", "http://127.0.0.1:1/v1/messages", body.replace(b"Read", b"Edit"), {}))
+
+
+def test_the_fingerprint_matcher_normalizes_each_side_against_its_own_folders(tmp_path: Path) -> None:
+    def read_request(workspace: str) -> dict[str, Any]:
+        return {"model": MODEL, "messages": [{"role": "user", "content": f"Read {workspace}/app.py"}]}
+
+    recorded = Cassette(
+        interactions=[
+            Interaction(
+                RecordedRequest(
+                    method="POST", uri="http://127.0.0.1:8123/v1/messages", body=read_request("/home/ana/work")
+                ),
+                RecordedResponse(status=200, kind=BodyKind.JSON, body={"type": "message"}),
+            )
+        ],
+        recorded_paths={"workspace": "/home/ana/work"},
+    )
+    serializer = AgentReplaySerializer(recorded_paths={"workspace": str(tmp_path)})
+    matcher = FingerprintMatcher(recorded_paths={"workspace": str(tmp_path)}, serializer=serializer)
+    [stored] = [Request(**i["request"]) for i in serializer.deserialize(dumps_cassette(recorded))["interactions"]]
+    live = Request("POST", "https://api.anthropic.com/v1/messages", json.dumps(read_request(str(tmp_path))), {})
+
+    assert matcher(live, stored) is None
+    with pytest.raises(AssertionError):
+        FingerprintMatcher(recorded_paths={"workspace": str(tmp_path)})(live, stored)
 
 
 def test_a_plain_vcrpy_recording_with_the_scrub_hooks_holds_no_key(tmp_path: Path, client_on: Any) -> None:

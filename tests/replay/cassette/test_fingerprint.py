@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, route_key
 
 BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -65,3 +66,24 @@ def test_normalizing_a_body_value_by_value_equals_normalizing_its_whole_text(
     normalizer = Normalizer.for_paths(workspace=Path("/w/s"))
     assert normalizer.body(body) == normalizer.text(canonical_json(body))
     assert normalizer.body(body) == normalizer.body(body)  # and the cache changes nothing
+
+
+def test_the_beta_true_query_parameter_is_left_out_and_every_other_one_counts() -> None:
+    base = fingerprint("POST", "/v1/messages", BODY)
+    assert fingerprint("POST", "/v1/messages?beta=true", BODY) == base
+    assert fingerprint("POST", "/v1/messages?beta=true&limit=2", BODY) == fingerprint(
+        "POST", "/v1/messages?limit=2", BODY
+    )
+    assert fingerprint("POST", "/v1/messages?limit=2", BODY) != base
+    assert fingerprint("POST", "/v1/messages?beta=false", BODY) != base
+    assert route_key("/v1/messages?a=1&beta=true&b=2") == "/v1/messages?a=1&b=2"
+
+
+def test_a_path_without_beta_true_keeps_the_fingerprint_it_always_had() -> None:
+    # Method, path and normalized body, as every stored fingerprint was computed.
+    for path in ("/v1/messages", "/v1/messages?limit=2"):
+        expected = hashlib.sha256(f"POST {path}\n".encode() + canonical_json(BODY).encode()).hexdigest()
+        assert fingerprint("POST", path, BODY) == expected
+    assert fingerprint("POST", "/v1/messages?beta=true", BODY, whole_query=True) != fingerprint(
+        "POST", "/v1/messages", BODY
+    )

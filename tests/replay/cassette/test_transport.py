@@ -3,6 +3,7 @@ through the real SDK."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,50 @@ async def test_a_path_never_recorded_says_so() -> None:
     player = CassettePlayer([answer("hi", "hello")])
     with pytest.raises(CassetteMismatchError, match=r"has no POST /v1/messages/count_tokens request at all"):
         player.match("POST", "/v1/messages/count_tokens", b"{}")
+
+
+def recorded_at(method: str, uri: str, question: str) -> Interaction:
+    return Interaction(RecordedRequest(method=method, uri=uri, body=body(question)), answer(question, "hi").response)
+
+
+async def test_a_recorded_beta_true_request_matches_the_same_request_without_it() -> None:
+    player = CassettePlayer([recorded_at("POST", f"{URI}?beta=true", "hi")])
+    client = client_for(player)
+    assert await ask(client, "hi") == "hi"
+    assert [entry.path for entry in player.log] == ["/v1/messages"]
+
+
+@pytest.mark.parametrize(
+    ("recorded_method", "recorded_uri", "difference"),
+    [
+        ("POST", f"{URI}?beta=false", "query"),
+        ("POST", f"{URI}/batches", "path"),
+        ("PUT", URI, "method"),
+        ("PUT", f"{URI}?version=2", "method and query"),
+    ],
+)
+async def test_a_miss_names_a_recorded_request_with_the_same_body_on_another_route(
+    recorded_method: str, recorded_uri: str, difference: str
+) -> None:
+    recorded = recorded_at(recorded_method, recorded_uri, "hi")
+    player = CassettePlayer([answer("other", "x"), recorded])
+    with pytest.raises(CassetteMismatchError) as caught:
+        player.match("POST", "/v1/messages", json.dumps(body("hi")).encode())
+    message = str(caught.value)
+    assert (
+        f"A recorded request has the same body but is {recorded_method} {recorded.request.path} "
+        f"(#2, not played yet; 1 such): this request differs only in {difference}."
+    ) in message
+
+
+async def test_a_route_never_recorded_lists_the_routes_the_cassette_has() -> None:
+    player = CassettePlayer([recorded_at("POST", f"{URI}?beta=false", "hi"), recorded_at("POST", URI, "ho")])
+    with pytest.raises(CassetteMismatchError) as caught:
+        player.match("GET", "/v1/models", b"")
+    assert (
+        "The cassette has no GET /v1/models request at all "
+        "(2 interactions: POST /v1/messages?beta=false ×1, POST /v1/messages ×1)."
+    ) in str(caught.value)
 
 
 async def test_unplayed_interactions_are_reported_and_strict_mode_fails_on_them() -> None:
