@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,7 +250,7 @@ def check_after_test(request: pytest.FixtureRequest, served: ServedCassette, *, 
     message = unplayed_message(served.cassette, unplayed)
     if strict:
         pytest.fail(message, pytrace=False)
-    warnings.warn(UnplayedInteractionsWarning(message), stacklevel=1)
+    request.node.warn(UnplayedInteractionsWarning(message))
 
 
 @pytest.fixture
