@@ -89,6 +89,8 @@ def _record_mode_option(value: str) -> RecordMode:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("replay_allow_unplayed", False) and config.getoption("replay_strict", False):
+        raise pytest.UsageError("--replay-strict and --replay-allow-unplayed contradict each other; pass one.")
     config.addinivalue_line(
         "markers",
         f"{MARKER}(name=None, *, scenario=None, strict=None): the cassette or bundle the replay fixtures use, "
@@ -109,8 +111,6 @@ class PluginOptions:
         from replay.cassette.record import RecordMode
 
         allow_unplayed = bool(config.getoption("replay_allow_unplayed"))
-        if allow_unplayed and config.getoption("replay_strict"):
-            raise pytest.UsageError("--replay-strict and --replay-allow-unplayed contradict each other; pass one.")
         return cls(
             mode=config.getoption("record_mode") or RecordMode.NONE,
             strict=not allow_unplayed,

@@ -243,7 +243,7 @@ def test_an_unknown_record_mode_is_a_usage_error(project: pytest.Pytester) -> No
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*error: argument --record-mode: Record mode 'bogus' is not one of none, once, new_episodes, all. "
+            "*error: argument --record-mode: Record mode 'bogus' is not one of none, once, new_episodes, all, rewrite. "
             "Use none (the default: replay only) or once (record cassettes that do not exist yet)."
         ]
     )
