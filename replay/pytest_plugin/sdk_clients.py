@@ -162,6 +162,7 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
     cassette is saved then if it was recorded."""
     from replay.cassette import CassetteError
     from replay.cassette.record import CassetteRecorder, RecordMode
+    from replay.session.bundle import FAKE_SERVER_BASE_URL
     from replay.storage.bundle_lock import BundleBusyError, bundle_write_lock
 
     options, marked = PluginOptions.of(request.config), MarkerArguments.of(request)
@@ -188,14 +189,35 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
         served = ServedCassette(name, location, cassette, mode, request.node.nodeid, recorder)
         has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
         if guard is not None:  # a recording leaves the machine only with a key to show
-            guard.allow_remote = served.recording and has_key
+            guard.allow_remote = served.recording and has_key and marked.scenario is None
         patch = stack.enter_context(pytest.MonkeyPatch.context())
+        if recorder is not None and served.recording and marked.scenario is not None:
+            # The marker's scenario, served by the fake model on loopback, for every client that
+            # takes its base URL from the environment (anthropic.Anthropic() does).
+            base_url = _start_fake_server(marked.scenario, stack)
+            patch.setenv("ANTHROPIC_BASE_URL", base_url)
+            recorder.stored_base_url = (base_url, FAKE_SERVER_BASE_URL)  # its port changes on every run
         if not has_key:
             # A client made with no key (anthropic.Anthropic()) refuses to start; a replay, or a
             # recording against a fake server on loopback, needs none.
             patch.setenv("ANTHROPIC_API_KEY", served.api_key)
         _intercept(served, patch)
         yield served
+
+
+def _start_fake_server(scenario: Path, stack: contextlib.ExitStack) -> str:
+    from replay.fake.blocks import ScenarioError
+    from replay.fake.model import FakeModel
+    from replay.fake.scenario import load_scenario
+    from replay.fake.server import FakeModelServer
+
+    try:
+        server = FakeModelServer(FakeModel(load_scenario(scenario)))
+    except (OSError, ScenarioError) as exc:
+        pytest.fail(f"The marker's scenario {scenario} cannot be used: {exc}", pytrace=False)
+    base_url = server.start()
+    stack.callback(server.stop)
+    return base_url
 
 
 def _intercept(served: ServedCassette, patch: pytest.MonkeyPatch) -> None:

@@ -216,3 +216,31 @@ def test_a_marked_test_without_its_cassette_fails_at_its_first_request_with_the_
         "`pytest test_counted.py::test_counted --record-mode=once`."
     )
     assert not (project.path / "cassettes").exists()
+
+
+SCRIPTED_PROJECT = """\
+import anthropic
+import pytest
+
+
+@pytest.mark.replay_cassette("scripted", scenario="hello.yaml")
+def test_scripted():
+    message = anthropic.Anthropic().messages.create(
+        model="claude-sonnet-4-6", max_tokens=100, messages=[{"role": "user", "content": "Say hello"}]
+    )
+    assert message.content[0].text == "Hello there."
+"""
+
+
+def test_a_markers_scenario_records_a_client_that_takes_its_base_url_from_the_environment(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_scripted=SCRIPTED_PROJECT)
+    (project.path / "hello.yaml").write_text("version: 1\nturns:\n  - content: [{text: Hello there.}]\n")
+    cassette = project.path / "cassettes" / "scripted.yaml"
+
+    run(project, "--record-mode=once").assert_outcomes(passed=1)
+
+    # The fake server's port changes on every run; the cassette names it as a fixed placeholder.
+    assert load_cassette(cassette).interactions[0].request.uri == "http://fake-model.invalid/v1/messages"
+    run(project).assert_outcomes(passed=1)
