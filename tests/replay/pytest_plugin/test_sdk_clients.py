@@ -97,6 +97,17 @@ def test_counted():
         assert message.content[0].text == "Hello there."
 """
 
+SWALLOWING_TEST = """
+
+@pytest.mark.replay_cassette("swallowed")
+def test_swallowed():
+    client = anthropic.Anthropic(base_url=os.environ["AGENT_BASE_URL"])
+    try:
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=100, messages=[{"role": "user", "content": "Hi"}])
+    except BaseException:
+        pass
+"""
+
 
 @pytest.fixture
 def fake_server() -> Iterator[FakeModelServer]:
@@ -203,12 +214,20 @@ def test_unplayed_interactions_fail_unless_allowed_and_rewrite_starts_afresh(
 def test_a_marked_test_without_its_cassette_fails_at_its_first_request_with_the_command_to_record_it(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project.makepyfile(test_counted=COUNTING_PROJECT)
+    project.makepyfile(test_counted=COUNTING_PROJECT + SWALLOWING_TEST)
     monkeypatch.setenv("AGENT_BASE_URL", "https://api.anthropic.com")
 
     result = run(project)
 
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=1, passed=1, errors=1)
+    # Code that swallows the failure does not hide it: the test fails at teardown, saying the same.
+    assert first_failure_lines(result, "test_swallowed")[0] == (
+        "No cassette for 'swallowed': neither a bundle folder "
+        f"{project.path / 'cassettes' / 'swallowed'}/ nor a cassette file "
+        f"{project.path / 'cassettes' / 'swallowed.yaml'} exists, and this test made a request (POST /v1/messages). "
+        "To record it: `pytest test_counted.py::test_swallowed --record-mode=once`."
+    )
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_swallowed*"])
     assert first_failure_lines(result, "test_counted")[0] == (
         "No cassette for 'counted': neither a bundle folder "
         f"{project.path / 'cassettes' / 'counted'}/ nor a cassette file {project.path / 'cassettes' / 'counted.yaml'} "
