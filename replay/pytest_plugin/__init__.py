@@ -49,7 +49,6 @@ from replay.pytest_plugin.options import pytest_configure as pytest_configure
 from replay.pytest_plugin.outcome import UnplayedInteractionsWarning, call_failed
 from replay.pytest_plugin.outcome import pytest_runtest_makereport as pytest_runtest_makereport
 from replay.pytest_plugin.sdk_clients import (
-    CLIENT_FIXTURES,
     ServedCassette,
     check_after_test,
     serve_sdk_clients,
@@ -75,7 +74,7 @@ __all__ = [
 # -- the network guard ------------------------------------------------------------------------
 
 
-_PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle"}) | CLIENT_FIXTURES
+_PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle"})
 
 
 @pytest.fixture(autouse=True)
@@ -101,8 +100,8 @@ def _replay_network_guard(request: pytest.FixtureRequest) -> Iterator[NetworkGua
 def _replay_sdk_clients(
     request: pytest.FixtureRequest, _replay_network_guard: NetworkGuard | None
 ) -> Iterator[ServedCassette | None]:
-    """For a marked test (or one that asks for a client fixture): every httpx2 client, so every
-    ``anthropic.Anthropic``/``AsyncAnthropic``, is served from the test's cassette."""
+    """For a marked test: every httpx2 client, so every ``anthropic.Anthropic``/``AsyncAnthropic``,
+    is served from the test's cassette (the client fixtures serve an unmarked test's themselves)."""
     if not wants_sdk_clients(request):
         yield None
         return

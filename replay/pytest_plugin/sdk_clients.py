@@ -1,6 +1,6 @@
 """Any SDK client, served from the test's cassette: while a test that carries the
-``replay_cassette`` marker runs (or one that asks for ``anthropic_client`` /
-``async_anthropic_client``), every ``httpx2`` client in the process — so every
+``replay_cassette`` marker runs (or while an ``anthropic_client`` / ``async_anthropic_client``
+fixture lives), every ``httpx2`` client in the process — so every
 ``anthropic.Anthropic`` and ``AsyncAnthropic`` the test or its code creates — is answered from
 the cassette, and the real SDK parses every byte.
 
@@ -54,9 +54,8 @@ try:  # optional: a project without pytest-asyncio sees pytest's own error for a
 except ImportError:  # pragma: no cover
     _async_fixture = pytest.fixture
 
-__all__ = ["CLIENT_FIXTURES", "ServedCassette", "anthropic_client", "async_anthropic_client", "serve_sdk_clients"]
+__all__ = ["ServedCassette", "anthropic_client", "async_anthropic_client", "serve_sdk_clients"]
 
-CLIENT_FIXTURES = frozenset({"anthropic_client", "async_anthropic_client"})
 # These drive the engine through a transport of their own; they keep to it.
 _ENGINE_FIXTURES = frozenset({"replay_engine", "replay_bundle"})
 
@@ -252,12 +251,9 @@ def _intercept(served: ServedCassette, patch: pytest.MonkeyPatch) -> None:
 
 
 def wants_sdk_clients(request: pytest.FixtureRequest) -> bool:
-    """Whether this test's clients are served from its cassette: it carries the marker or asks
-    for a client fixture, and does not drive the engine through ``replay_engine``/``replay_bundle``."""
-    names = set(request.fixturenames)
-    if _ENGINE_FIXTURES & names:
-        return False
-    return request.node.get_closest_marker(MARKER) is not None or bool(CLIENT_FIXTURES & names)
+    """Whether a marked test's clients are served from its cassette: unless it drives the engine
+    through ``replay_engine``/``replay_bundle``, which have a transport of their own."""
+    return request.node.get_closest_marker(MARKER) is not None and not _ENGINE_FIXTURES & set(request.fixturenames)
 
 
 def check_after_test(request: pytest.FixtureRequest, served: ServedCassette, *, strict: bool) -> None:
@@ -275,21 +271,45 @@ def check_after_test(request: pytest.FixtureRequest, served: ServedCassette, *, 
     request.node.warn(UnplayedInteractionsWarning(message))
 
 
+@contextlib.contextmanager
+def _served(request: pytest.FixtureRequest, served: ServedCassette | None) -> Iterator[ServedCassette]:
+    """The marked test's cassette; for an unmarked test, its default cassette, served (and
+    guarded, and checked) for as long as the client fixture lives."""
+    __tracebackhide__ = True
+    if served is not None:
+        yield served
+        return
+    if _ENGINE_FIXTURES & set(request.fixturenames):
+        pytest.fail(
+            "The client fixtures serve a cassette of their own; they cannot be used with "
+            f"{' or '.join(sorted(_ENGINE_FIXTURES))}.",
+            pytrace=False,
+        )
+    options = PluginOptions.of(request.config)
+    with NetworkGuard() as guard, serve_sdk_clients(request, guard) as served:
+        yield served
+    check_after_test(request, served, strict=options.strict)
+
+
 @pytest.fixture
-def anthropic_client(_replay_sdk_clients: ServedCassette | None) -> Iterator[anthropic.Anthropic]:
-    """An ``anthropic.Anthropic`` served from the test's cassette (a placeholder key in a replay)."""
-    assert _replay_sdk_clients is not None, f"anthropic_client cannot be used with {', '.join(_ENGINE_FIXTURES)}"
-    client = _replay_sdk_clients.client()
-    yield client
-    client.close()
+def anthropic_client(
+    request: pytest.FixtureRequest, _replay_sdk_clients: ServedCassette | None
+) -> Iterator[anthropic.Anthropic]:
+    """An ``anthropic.Anthropic`` served from the test's cassette (the marker's, else
+    ``cassettes/<module>/<test>.yaml``), with a placeholder key in a replay."""
+    with _served(request, _replay_sdk_clients) as served:
+        client = served.client()
+        yield client
+        client.close()
 
 
 @_async_fixture
 async def async_anthropic_client(
-    _replay_sdk_clients: ServedCassette | None,
+    request: pytest.FixtureRequest, _replay_sdk_clients: ServedCassette | None
 ) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    """An ``anthropic.AsyncAnthropic`` served from the test's cassette (a placeholder key in a replay)."""
-    assert _replay_sdk_clients is not None, f"async_anthropic_client cannot be used with {', '.join(_ENGINE_FIXTURES)}"
-    client = _replay_sdk_clients.async_client()
-    yield client
-    await client.close()
+    """An ``anthropic.AsyncAnthropic`` served from the test's cassette (the marker's, else
+    ``cassettes/<module>/<test>.yaml``), with a placeholder key in a replay."""
+    with _served(request, _replay_sdk_clients) as served:
+        client = served.async_client()
+        yield client
+        await client.close()

@@ -75,6 +75,20 @@ async def test_the_async_fixture(async_anthropic_client):
     async with async_anthropic_client.messages.stream(**ASK) as stream:
         assert await stream.get_final_text() == "Hello there."
 """
+OWN_FIXTURE_PROJECT = """\
+import httpx2
+import pytest
+
+
+@pytest.fixture
+def anthropic_client():
+    return "the project's own"
+
+
+def test_a_projects_own_fixture_of_that_name_wins_and_nothing_is_served(anthropic_client):
+    assert anthropic_client == "the project's own"
+    assert httpx2.HTTPTransport.handle_request.__module__.startswith("httpx2.")
+"""
 CASSETTES = ["sync-create", "sync-stream", "async-stream", "async-stream-true", "plain-httpx2"]
 FIXTURE_CASSETTES = ["test_agent/test_the_fixture", "test_agent/test_the_async_fixture"]
 
@@ -132,14 +146,14 @@ def first_failure_lines(result: pytest.RunResult, test: str) -> list[str]:
 def test_an_agents_own_clients_record_once_and_replay_offline_against_another_base_url(
     project: pytest.Pytester, fake_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project.makepyfile(test_agent=AGENT_PROJECT)
+    project.makepyfile(test_agent=AGENT_PROJECT, test_own_fixture=OWN_FIXTURE_PROJECT)
     cassettes = project.path / "cassettes"
     monkeypatch.setenv("AGENT_BASE_URL", fake_server.url)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.url)  # where the fixtures' clients go
 
     recorded = run(project, "--record-mode=once")
 
-    recorded.assert_outcomes(passed=7)
+    recorded.assert_outcomes(passed=8)
     for name in [*CASSETTES, *FIXTURE_CASSETTES]:
         assert len(load_cassette(cassettes / f"{name}.yaml").interactions) == 1, name
     kept = {path: path.read_bytes() for path in cassettes.rglob("*.yaml")}
@@ -149,13 +163,13 @@ def test_an_agents_own_clients_record_once_and_replay_offline_against_another_ba
     fake_server.stop()
     monkeypatch.setenv("AGENT_BASE_URL", "https://api.anthropic.com")
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
-    run(project).assert_outcomes(passed=7)
+    run(project).assert_outcomes(passed=8)
     assert {path: path.read_bytes() for path in cassettes.rglob("*.yaml")} == kept
 
     monkeypatch.setenv("PROMPT", "Say goodbye")
     changed = run(project)
 
-    changed.assert_outcomes(failed=7)
+    changed.assert_outcomes(failed=7, passed=1)
     for test, name in [("test_sync_create", "sync-create"), ("test_async_messages_stream", "async-stream")]:
         first, *_ = first_failure_lines(changed, test)
         assert first.startswith("No recorded interaction matches request 1: POST /v1/messages (fingerprint ")
