@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -53,11 +53,17 @@ class RecordMode(StrEnum):
     NONE = "none"  # never: every request must be in the cassette
     ONCE = "once"  # record a cassette that does not exist yet; otherwise like none
     NEW_EPISODES = "new_episodes"  # answer what is recorded, record what is not
-    ALL = "all"  # record everything anew
+    ALL = "all"  # record everything anew, replacing the cassette
+    REWRITE = "rewrite"  # start the cassette afresh (pytest-recording's name; here the same as all)
+
+    @property
+    def replaces(self) -> bool:
+        """Whether the cassette is recorded anew, whatever it held (``all``, ``rewrite``)."""
+        return self in (RecordMode.ALL, RecordMode.REWRITE)
 
 
 class RecordModeError(ValueError):
-    """A record mode name that is not one of the four."""
+    """A record mode name that is not one of the five."""
 
 
 class CassetteNotFoundError(FileNotFoundError):
@@ -129,14 +135,14 @@ class CassetteRecorder:
                 f"Cassette {self.path} does not exist and record mode is 'none', which never touches the network; "
                 "record it first with record mode 'once' or 'all'."
             )
-        if exists and self.mode is not RecordMode.ALL:
+        if exists and not self.mode.replaces:
             self._existing = load_cassette(self.path)
             self.player = CassettePlayer.from_cassette(
                 self._existing, workspace=self.workspace, session_dir=self.session_dir, strict=self.strict
             )
             if self.mode is not RecordMode.NEW_EPISODES:
                 self.request_log = self.player.log
-        if self.mode is RecordMode.NEW_EPISODES or self.mode is RecordMode.ALL or not exists:
+        if self.mode is RecordMode.NEW_EPISODES or self.mode.replaces or not exists:
             self._start_vcr()
         return self
 
@@ -158,18 +164,32 @@ class CassetteRecorder:
         """An ``httpx2.AsyncClient`` for ``AnthropicModel(http_client=...)``."""
         transport: httpx2.AsyncBaseTransport
         if self.recording:
-            transport = RecordingTransport(
-                self.player,
-                self._vcr_cassette,
-                normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
-                log=self.request_log,
-            )
+            transport = self.recording_transport()
         else:
             assert self.player is not None
             transport = CassetteTransport(self.player)
         client = httpx2.AsyncClient(transport=transport, **kwargs)
         self._clients.append(client)
         return client
+
+    def recording_transport(
+        self,
+        inner: httpx2.AsyncHTTPTransport | None = None,
+        *,
+        send: Callable[[httpx2.Request], Awaitable[httpx2.Response]] | None = None,
+    ) -> RecordingTransport:
+        """While recording: a transport that answers what the cassette has (``new_episodes``) and
+        sends the rest through ``inner`` (by ``send``, default ``inner.handle_async_request``)."""
+        if not self.recording:
+            raise RuntimeError(f"The recorder of {self.path} is not recording (record mode {self.mode.value}).")
+        return RecordingTransport(
+            self.player,
+            self._vcr_cassette,
+            inner,
+            send=send,
+            normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
+            log=self.request_log,
+        )
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -188,7 +208,7 @@ class CassetteRecorder:
     def _save(self) -> None:
         collected = self._collected or {"requests": [], "responses": []}
         recorded = interactions_from_vcr(collected["requests"], collected["responses"])
-        if not recorded and self.mode is not RecordMode.ALL:
+        if not recorded and not self.mode.replaces:
             return
         kept: list[Interaction] = []
         recorded_paths: dict[str, str] = {}
@@ -241,6 +261,7 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         vcr_cassette: Any,
         inner: httpx2.AsyncHTTPTransport | None = None,
         *,
+        send: Callable[[httpx2.Request], Awaitable[httpx2.Response]] | None = None,
         normalizer: Normalizer | None = None,
         log: list[LoggedRequest] | None = None,
     ) -> None:
@@ -249,7 +270,11 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         self.log: list[LoggedRequest] = log if log is not None else []
         self._vcr_cassette = vcr_cassette
         self.inner = inner or httpx2.AsyncHTTPTransport()
-        self.inner._pool = _CapturingPool(self.inner._pool)
+        if not isinstance(self.inner._pool, _CapturingPool):
+            self.inner._pool = _CapturingPool(self.inner._pool)
+        # How a request goes out (through vcrpy's patch of httpx2): the inner transport, unless
+        # the caller already sits in its place (the pytest plugin's interception of every client).
+        self._send = send or self.inner.handle_async_request
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
@@ -267,7 +292,7 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         capture = _Capture()
         token = _CAPTURE.set(capture)
         try:
-            return await self.inner.handle_async_request(request)
+            return await self._send(request)
         except httpx2.TransportError as exc:
             if capture.status is None:
                 self._record_fault(request, body, capture, {"kind": "connection_failed"})

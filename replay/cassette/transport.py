@@ -16,11 +16,13 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import httpx2
 
+from replay.cassette._io import load_cassette
 from replay.cassette._model import Cassette
 from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, parse_body, route_key
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
@@ -279,11 +281,39 @@ def replay_response(interaction: Interaction, request: httpx2.Request, *, sync: 
     return httpx2.Response(response.status, headers=headers, stream=stream, request=request)
 
 
+def _player_argument(owner: str, player: object) -> CassettePlayer:
+    if isinstance(player, CassettePlayer):
+        return player
+    if isinstance(player, (str, PathLike)):
+        raise TypeError(
+            f"{owner} takes a CassettePlayer, not the path {str(player)!r}; "
+            f"for a cassette file write {owner}.from_path({str(player)!r})."
+        )
+    raise TypeError(
+        f"{owner} takes a CassettePlayer, not {type(player).__name__}; "
+        f"for a cassette file write {owner}.from_path(path)."
+    )
+
+
+def _player_from_path(owner: str, path: object, *, strict: bool) -> CassettePlayer:
+    if not isinstance(path, (str, PathLike)):
+        raise TypeError(
+            f"{owner}.from_path takes the path of a cassette file (str or Path), not {type(path).__name__}."
+        )
+    return CassettePlayer.from_cassette(load_cassette(path), strict=strict)
+
+
 class CassetteTransport(httpx2.AsyncBaseTransport):
-    """An ``httpx2`` transport that answers from a cassette and never touches the network."""
+    """An ``httpx2`` transport that answers from a cassette and never touches the network:
+    ``httpx2.AsyncClient(transport=CassetteTransport.from_path("cassettes/x.yaml"))``."""
 
     def __init__(self, player: CassettePlayer) -> None:
-        self.player = player
+        self.player = _player_argument(type(self).__name__, player)
+
+    @classmethod
+    def from_path(cls, path: str | PathLike[str], *, strict: bool = False) -> CassetteTransport:
+        """A transport answering from the cassette file ``path`` (``CassetteError`` if it cannot be read)."""
+        return cls(_player_from_path(cls.__name__, path, strict=strict))
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
@@ -292,10 +322,16 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
 
 
 class SyncCassetteTransport(httpx2.BaseTransport):
-    """The synchronous twin of ``CassetteTransport``."""
+    """The synchronous twin of ``CassetteTransport``:
+    ``httpx2.Client(transport=SyncCassetteTransport.from_path("cassettes/x.yaml"))``."""
 
     def __init__(self, player: CassettePlayer) -> None:
-        self.player = player
+        self.player = _player_argument(type(self).__name__, player)
+
+    @classmethod
+    def from_path(cls, path: str | PathLike[str], *, strict: bool = False) -> SyncCassetteTransport:
+        """A transport answering from the cassette file ``path`` (``CassetteError`` if it cannot be read)."""
+        return cls(_player_from_path(cls.__name__, path, strict=strict))
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         body = request.read()

@@ -1,5 +1,5 @@
 """What a test asks of the plugin: the command-line options and ini setting (``--record-mode``,
-``--replay-strict``, ``replay_cassette_dir``), the ``replay_cassette`` marker and its arguments,
+``--replay-allow-unplayed``, ``replay_cassette_dir``), the ``replay_cassette`` marker and its arguments,
 and where a cassette name points (`locate_cassette`: a bundle folder or a cassette file)."""
 
 from __future__ import annotations
@@ -52,14 +52,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_record_mode_option,
         metavar="MODE",
         help="When replay tests reach the network: none (default; replay only, offline), once (record cassettes "
-        "that do not exist yet), new_episodes (record requests a cassette lacks), all (record everything anew).",
+        "that do not exist yet), new_episodes (record requests a cassette lacks), all or rewrite (record the "
+        "cassette afresh).",
+    )
+    group.addoption(
+        "--replay-allow-unplayed",
+        dest="replay_allow_unplayed",
+        action="store_true",
+        default=False,
+        help="Let a replay test pass although its cassette has interactions it never requested (a warning; by "
+        "default the test fails).",
     )
     group.addoption(
         "--replay-strict",
         dest="replay_strict",
         action="store_true",
         default=False,
-        help="Fail a replay test whose cassette has interactions it never requested (default: a warning).",
+        help="Kept for compatibility: unplayed interactions fail a test by default now.",
     )
     parser.addini(
         "replay_cassette_dir",
@@ -80,11 +89,14 @@ def _record_mode_option(value: str) -> RecordMode:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("replay_allow_unplayed", False) and config.getoption("replay_strict", False):
+        raise pytest.UsageError("--replay-strict and --replay-allow-unplayed contradict each other; pass one.")
     config.addinivalue_line(
         "markers",
         f"{MARKER}(name=None, *, scenario=None, strict=None): the cassette or bundle the replay fixtures use, "
         "looked up in the replay_cassette_dir beside the test file (default name: <module>/<test name>); "
-        "scenario= a scenario file to record against instead of the real API; strict= overrides --replay-strict.",
+        "scenario= a scenario file to record against instead of the real API; strict=False lets interactions go "
+        "unplayed (as --replay-allow-unplayed does for every test).",
     )
 
 
@@ -98,9 +110,10 @@ class PluginOptions:
     def of(cls, config: pytest.Config) -> PluginOptions:
         from replay.cassette.record import RecordMode
 
+        allow_unplayed = bool(config.getoption("replay_allow_unplayed"))
         return cls(
             mode=config.getoption("record_mode") or RecordMode.NONE,
-            strict=bool(config.getoption("replay_strict")),
+            strict=not allow_unplayed,
             cassette_dir=str(config.getini("replay_cassette_dir")),
         )
 

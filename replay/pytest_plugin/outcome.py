@@ -1,6 +1,6 @@
 """How a test went, for the checks the plugin makes at its teardown: the call's report (kept by
 `pytest_runtest_makereport`, read by `call_failed`), and interactions a replay left unplayed (an
-`UnplayedInteractionsWarning`, or a failure with ``--replay-strict``). A failed test has already
+a failure, or an `UnplayedInteractionsWarning` with ``--replay-allow-unplayed``). A failed test has already
 said what went wrong, so these checks stay quiet for it."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ __all__ = ["UnplayedInteractionsWarning", "call_failed", "pytest_runtest_makerep
 
 
 class UnplayedInteractionsWarning(UserWarning):
-    """A replayed test left recorded interactions unplayed (a failure with ``--replay-strict``)."""
+    """A replayed test left recorded interactions unplayed, under ``--replay-allow-unplayed`` (else a failure)."""
 
 
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
@@ -45,5 +45,6 @@ def unplayed_message(cassette: Path, unplayed: Sequence[int]) -> str:
         listed += f" and {len(unplayed) - 5} more"
     return (
         f"{len(unplayed)} recorded interaction(s) in {cassette} were never requested ({listed}): the session made "
-        "fewer calls than when it was recorded (a failure with --replay-strict)."
+        "fewer calls than when it was recorded. If that is intended, re-record the cassette; "
+        "--replay-allow-unplayed (or the marker's strict=False) lets it pass with a warning."
     )

@@ -27,6 +27,7 @@ they are safe to share between threads (and each xdist worker is its own process
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -47,6 +48,11 @@ from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
 from replay.redact.kinds import MIN_SECRET_LENGTH, SecretKind, is_placeholder_like, worth_redacting
+
+# Importing detect-secrets turns on logging.captureWarnings(True) (its logger does), which sends every
+# later warning of the process to logging: pytest's warning capture, for one, then sees none. Off again
+# (a program that wants warnings logged turns it on after importing this).
+logging.captureWarnings(False)
 
 __all__ = [
     "CREDENTIAL_NAME_WORDS",

@@ -42,7 +42,7 @@ async def ask(recorder: CassetteRecorder, base_url: str | None, question: str, *
 def test_record_modes_are_validated_with_a_clear_error() -> None:
     assert parse_record_mode("new_episodes") is RecordMode.NEW_EPISODES
     with pytest.raises(
-        RecordModeError, match=r"^Record mode 'sometimes' is not one of none, once, new_episodes, all\.$"
+        RecordModeError, match=r"^Record mode 'sometimes' is not one of none, once, new_episodes, all, rewrite\.$"
     ):
         parse_record_mode("sometimes")
 

@@ -6,7 +6,6 @@ Each subprocess run costs a few seconds, so each test here runs a project throug
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 from pathlib import Path
 
@@ -17,8 +16,6 @@ from replay.pytest_plugin import NetworkGuard, locate_cassette
 from replay.schema.options import SessionOptions
 from replay.session.recording import record_bundle
 from tests.replay.bundle_helpers import held_by_another_process
-
-pytest_plugins = ["pytester"]
 
 PROMPT = "Review notes.md"
 READ = Scenario.from_list(
@@ -33,13 +30,6 @@ GREP = Scenario.from_list(
         {"content": [{"text": "Done."}]},
     ]
 )
-
-INI = """\
-[pytest]
-asyncio_mode = auto
-asyncio_default_fixture_loop_scope = function
-addopts = -p no:cacheprovider --strict-markers
-"""
 
 SNAPSHOT_PROJECT = f"""\
 import pytest
@@ -79,7 +69,7 @@ async def test_unplayed(replay_engine):
 def test_network():
     socket.create_connection(("203.0.113.9", 443), timeout=2)
 
-@pytest.mark.replay_cassette("hello")
+@pytest.mark.replay_cassette("hello", strict=False)  # it asks the cassette for nothing
 def test_loopback():
     with socket.create_server(("127.0.0.1", 0)) as server:
         socket.create_connection(server.getsockname(), timeout=2).close()
@@ -90,16 +80,6 @@ version: 1
 turns:
   - content: [{text: Hello there.}]
 """
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A project folder whose pytest runs know nothing of this suite's own run."""
-    for name in list(os.environ):
-        if name.startswith("PYTEST_XDIST") or name in ("PYTEST_ADDOPTS", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-            monkeypatch.delenv(name)
-    pytester.makefile(".ini", pytest=INI)
-    return pytester
 
 
 async def record_review(project: pytest.Pytester, scenario: Scenario) -> Path:
@@ -225,13 +205,13 @@ def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.P
     assert cassette.is_file()
     kept = cassette.read_bytes()
 
-    replayed = run(project, "--replay-strict")
+    replayed = run(project)
     replayed.assert_outcomes(passed=3, failed=2, errors=1)
     output = replayed.stdout.str()
     # A prompt the cassette lacks: the miss names the request and shows what differs.
     assert "CassetteMismatchError: No recorded interaction matches request 1: POST /v1/messages" in output
     assert '-     "text": "Say hello",' in output and '+     "text": "Say goodbye",' in output
-    # --replay-strict: an interaction never requested fails the test at teardown.
+    # Strict by default: an interaction never requested fails the test at teardown.
     assert "ERROR at teardown of test_unplayed" in output
     assert f"1 recorded interaction(s) in {cassette} were never requested" in output
     # Offline: a remote address is refused with the way to record; loopback is allowed.
@@ -263,7 +243,7 @@ def test_an_unknown_record_mode_is_a_usage_error(project: pytest.Pytester) -> No
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*error: argument --record-mode: Record mode 'bogus' is not one of none, once, new_episodes, all. "
+            "*error: argument --record-mode: Record mode 'bogus' is not one of none, once, new_episodes, all, rewrite. "
             "Use none (the default: replay only) or once (record cassettes that do not exist yet)."
         ]
     )
