@@ -91,6 +91,9 @@ class CassettePlayer:
     ) -> None:
         self.name = name
         self.strict = strict
+        # The last line of a miss: how to record what is missing (a caller that knows, such as
+        # the pytest plugin, names its own command).
+        self.rerecord_hint = RERECORD_HINT
         self._normalizer = normalizer or Normalizer()
         if fingerprints is None:
             recorded_normalizer = recorded_normalizer or Normalizer()
@@ -193,7 +196,7 @@ class CassettePlayer:
                 if len(diff) > _DIFF_LINES:
                     diff = [*diff[:_DIFF_LINES], f"... ({len(diff) - _DIFF_LINES} more diff lines)"]
                 lines.extend(f"    {line}" for line in diff)
-        lines.append(RERECORD_HINT)
+        lines.append(self.rerecord_hint)
         return "\n".join(lines)
 
     def _same_body_elsewhere(self, method: str, path: str, body: Any) -> list[str]:

@@ -116,6 +116,7 @@ class ServedCassette:
         player = self.recorder.player
         if player is None:
             return None
+        player.rerecord_hint = self._rerecord_hint()
         try:
             interaction = player.match(method, path, body)
         except CassetteMismatchError as exc:
@@ -125,7 +126,7 @@ class ServedCassette:
         if miss is not None:
             if self.recording:
                 return None  # a new episode: recorded through vcrpy
-            self.fail(self._diagnosis(miss))  # outside the except: the failure is the miss alone
+            self.fail(miss)  # outside the except: the failure is the miss alone
         if self.recording:  # new_episodes: the recorder keeps its own log of the session
             self.recorder.request_log.append(player.log[-1])
         return interaction
@@ -136,17 +137,13 @@ class ServedCassette:
         self.misses.append(message)
         pytest.fail(message, pytrace=False)
 
-    def _diagnosis(self, miss: str) -> str:
-        from replay.cassette.transport import RERECORD_HINT
-
+    def _rerecord_hint(self) -> str:
         if self.location.is_bundle:
-            hint = BUNDLE_RECORD_HINT
-        else:
-            hint = (
-                f"To re-record this test: `pytest {self.nodeid} --record-mode=rewrite` (records its cassette "
-                "afresh; --record-mode=new_episodes keeps what matches and records the rest)."
-            )
-        return f"{miss.removesuffix(RERECORD_HINT).rstrip()}\n{hint}"
+            return BUNDLE_RECORD_HINT
+        return (
+            f"To re-record this test: `pytest {self.nodeid} --record-mode=rewrite` (records its cassette "
+            "afresh; --record-mode=new_episodes keeps what matches and records the rest)."
+        )
 
     def unplayed(self) -> list[int]:
         """The recorded interactions no request asked for (none while recording)."""
