@@ -7,9 +7,10 @@ the upstream (the real API, or a fake model server) and records it.
 - Recording forwards with ``httpx2`` and streams an event stream through as it arrives, one
   chunk per event, each event in the bytes a replay will give (`wire.event_chunk`); a
   connection the upstream drops mid-body is recorded as a fault and dropped for the client
-  too. The cassette is saved atomically (scrubbed) after each recorded interaction, in the
-  background, and once more when the proxy stops: a crash loses at most the interaction in
-  flight, and the file is never half-written.
+  too. The cassette is saved atomically (scrubbed) after each recorded interaction, before the
+  client's response ends (so a client that has read an answer whole finds it on disk), and
+  again on stop if a save failed: a crash loses at most the interaction in flight, and the file
+  is never half-written.
 - A miss answers HTTP 599 with an Anthropic-shaped error body, ``x-should-retry: false``, whose
   message is the player's diagnosis (nearest recorded requests, where they differ, how to
   re-record), and logs it.
@@ -138,9 +139,8 @@ class CassetteProxy(HttpServer):
         """Whether requests the cassette lacks are forwarded and recorded."""
         self.recorded: list[Interaction] = []
         self._client: httpx2.AsyncClient | None = None
-        self._dirty = False
-        self._failed_save = False
-        self._saver: asyncio.Task[None] | None = None
+        self._unsaved = False
+        self._save_lock = asyncio.Lock()
 
     # --- answering -------------------------------------------------------------------------------
 
@@ -210,7 +210,9 @@ class CassetteProxy(HttpServer):
             upstream = await self._client.send(outgoing, stream=True)
         except httpx2.TransportError as exc:
             logger.warning("The upstream %s did not answer %s %s: %s", self.upstream, request.method, uri, exc)
-            self._record(exchange, status=0, reason="", headers=[], received=b"", fault={"kind": "connection_failed"})
+            await self._record(
+                exchange, status=0, reason="", headers=[], received=b"", fault={"kind": "connection_failed"}
+            )
             await response.drop()
             return
         try:
@@ -245,7 +247,7 @@ class CassetteProxy(HttpServer):
             else:
                 await response.start(upstream.status_code, headers, length=len(received))
                 await response.write(bytes(received))
-        self._record(
+        await self._record(
             exchange,
             status=upstream.status_code,
             reason=upstream.reason_phrase,
@@ -260,7 +262,7 @@ class CassetteProxy(HttpServer):
 
     # --- the cassette ----------------------------------------------------------------------------
 
-    def _record(
+    async def _record(
         self,
         exchange: dict[str, Any],
         *,
@@ -270,23 +272,21 @@ class CassetteProxy(HttpServer):
         received: bytes,
         fault: dict[str, Any] | None,
     ) -> None:
+        """Keep the exchange and save the cassette, before the client's response ends: once a
+        client has read a whole answer, the file on disk holds it."""
         self.recorded.append(
             recorded_interaction(
                 **exchange, status=status, reason=reason, response_headers=headers, received=received, fault=fault
             )
         )
-        self._dirty = True
-        if self._saver is None or self._saver.done():
-            self._saver = asyncio.create_task(self._save_while_dirty())
-
-    async def _save_while_dirty(self) -> None:
-        while self._dirty:
-            self._dirty = False
+        async with self._save_lock:
             try:
                 await asyncio.to_thread(self.save)
-            except Exception:  # the proxy carries on; the next save (at the latest on stop) tries again
+            except Exception:  # the proxy carries on; the save on stop tries again
                 logger.exception("The replay proxy could not save %s.", self.cassette_path)
-                self._failed_save = True
+                self._unsaved = True
+            else:
+                self._unsaved = False
 
     def save(self) -> None:
         """Write the cassette atomically: what was kept of the old one (``new_episodes``) and
@@ -296,11 +296,9 @@ class CassetteProxy(HttpServer):
         save_cassette(Cassette(interactions=[*kept, *self.recorded], recorded_paths=paths), self.cassette_path)
 
     async def closing(self) -> None:
-        if self._saver is not None:
-            await asyncio.gather(self._saver, return_exceptions=True)
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-        if self._dirty or self._failed_save:
-            self._dirty = self._failed_save = False
-            await asyncio.to_thread(self.save)  # a failure here reaches whoever stops the proxy
+        if self._unsaved:
+            async with self._save_lock:
+                await asyncio.to_thread(self.save)  # a failure here reaches whoever stops the proxy
