@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 _START_TIMEOUT: Final = 10.0
 _STOP_TIMEOUT: Final = 5.0
 _SHUTDOWN_GRACE: Final = 1.0
+_LINGER: Final = 2.0
 
 
 class _Phase(Enum):
@@ -210,6 +211,7 @@ class HttpServer:
                     headers, body = self.bad_request_response(bad)
                     refusal = ResponseWriter(connection, writer, method="GET", keep_alive=False)
                     await refusal.send(bad.status, headers, body)
+                    await _linger(reader, writer)
                 return
             if request is None:
                 return
@@ -222,6 +224,17 @@ class HttpServer:
             if connection.our_state is not h11.DONE or connection.their_state is not h11.DONE:
                 return  # Connection: close, an HTTP/1.0 client, or a body that ends with the connection
             connection.start_next_cycle()
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """After a refusal: half-close, and discard what the client still sends for a moment, so that
+    closing with its data unread does not reset the connection before it has read the refusal."""
+    if writer.can_write_eof():
+        writer.write_eof()
+    with contextlib.suppress(OSError, TimeoutError):
+        async with asyncio.timeout(_LINGER):
+            while await reader.read(65536):
+                pass
 
 
 def base_url(host: str, port: int) -> str:

@@ -60,8 +60,9 @@ DEFAULT_UPSTREAM: Final = "https://api.anthropic.com"
 MISS_STATUS: Final = 599
 MISS_ERROR_TYPE: Final = "cassette_miss"
 _PROXY_HINT: Final = (
-    "To record what is missing, run `replay proxy` again with --record-mode new_episodes (keeps what matches and "
-    "records the rest) or all (records everything anew)."
+    "To record what is missing, run again with record mode new_episodes (keeps what matches and records the rest) "
+    "or all (records everything anew): `replay proxy --record-mode new_episodes ...`, or for the replay_proxy "
+    "fixture `pytest --record-mode=new_episodes`."
 )
 _TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0)
 
