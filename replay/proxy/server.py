@@ -34,6 +34,7 @@ import httpx2
 
 from replay.cassette import (
     Cassette,
+    CassetteError,
     CassetteMismatchError,
     CassetteNotFoundError,
     CassettePlayer,
@@ -210,7 +211,10 @@ class CassetteProxy(HttpServer):
         try:
             upstream = await self._client.send(outgoing, stream=True)
         except httpx2.TransportError as exc:
-            logger.warning("The upstream %s did not answer %s %s: %s", self.upstream, request.method, uri, exc)
+            problem = f"The upstream {self.upstream} did not answer {request.method} {uri}: {exc!r}"
+            logger.warning("%s", problem)
+            if self.on_log is not None:
+                self.on_log(problem)
             await self._record(
                 exchange, status=0, reason="", headers=[], received=b"", fault={"kind": "connection_failed"}
             )
@@ -275,11 +279,16 @@ class CassetteProxy(HttpServer):
     ) -> None:
         """Keep the exchange and save the cassette, before the client's response ends: once a
         client has read a whole answer, the file on disk holds it."""
-        self.recorded.append(
-            recorded_interaction(
+        try:
+            interaction = recorded_interaction(
                 **exchange, status=status, reason=reason, response_headers=headers, received=received, fault=fault
             )
-        )
+        except CassetteError as exc:  # e.g. a binary request body: served, but not recorded
+            logger.error("Not recorded: %s", exc)
+            if self.on_log is not None:
+                self.on_log(f"Not recorded: {exc}")
+            return
+        self.recorded.append(interaction)
         async with self._save_lock:
             try:
                 await asyncio.to_thread(self.save)

@@ -190,6 +190,25 @@ def test_a_dropped_connection_is_recorded_and_replayed_as_the_same_drop(tmp_path
     assert fault is not None and (fault.kind, fault.after_events) == ("dropped_connection", 2)
 
 
+def test_an_upstream_that_never_answers_is_recorded_and_replayed_as_no_response(tmp_path: Path, proxy: Proxy) -> None:
+    cassette = tmp_path / "refused.yaml"
+
+    def ask(base_url: str) -> anthropic.APIConnectionError:
+        with anthropic.Anthropic(api_key="sk-ant-test", base_url=base_url, max_retries=0) as client:
+            with pytest.raises(anthropic.APIConnectionError) as caught:
+                client.messages.create(**{**STREAMED, "stream": False})
+        return caught.value
+
+    recording = proxy(cassette, mode="once", upstream="http://127.0.0.1:9")  # nothing listens there
+    ask(recording.url)
+    ask(proxy(cassette, mode="none").url)
+
+    assert recording.lines[0].startswith("The upstream http://127.0.0.1:9 did not answer POST")  # type: ignore[attr-defined]
+    assert recording.requests[0].status == 0
+    fault = load_cassette(cassette).interactions[0].response.fault
+    assert fault is not None and fault.kind == "connection_failed"
+
+
 def test_the_cassette_is_saved_after_each_interaction_and_new_episodes_appends(
     tmp_path: Path, upstream: FakeModelServer, proxy: Proxy
 ) -> None:
