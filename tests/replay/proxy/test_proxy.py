@@ -5,7 +5,9 @@ stopped."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -38,13 +40,11 @@ def upstream() -> Iterator[FakeModelServer]:
 
 @pytest.fixture
 def proxy() -> Iterator[Proxy]:
-    """Starts CassetteProxies (their log lines go to a list on each) and stops them after the test."""
+    """Starts CassetteProxies and stops them after the test."""
     started: list[CassetteProxy] = []
 
     def start(cassette: Path, **options: Any) -> CassetteProxy:
-        lines: list[str] = []
-        server = CassetteProxy(cassette, on_log=lines.append, **options)
-        server.lines = lines  # type: ignore[attr-defined]
+        server = CassetteProxy(cassette, **options)
         started.append(server)
         server.start()
         return server
@@ -149,7 +149,8 @@ def test_a_miss_answers_599_with_the_diagnosis_and_logs_it(
     cassette = tmp_path / "miss.yaml"
     raw_exchange(proxy(cassette, mode="once", upstream=upstream.url).url, STREAMED)  # saved when it ends
     upstream.stop()
-    replaying = proxy(cassette, mode="none")
+    log: list[str] = []
+    replaying = proxy(cassette, mode="none", on_log=log.append)
     changed = {**STREAMED, "max_tokens": 7}
 
     with anthropic.Anthropic(api_key="sk-ant-test", base_url=replaying.url, max_retries=2) as client:
@@ -164,8 +165,8 @@ def test_a_miss_answers_599_with_the_diagnosis_and_logs_it(
     assert "--record-mode new_episodes" in message
     assert caught.value.response.headers["x-should-retry"] == "false"
     assert [r.outcome for r in replaying.requests] == [ProxyOutcome.MISS]  # not retried
-    assert replaying.lines[0] == message  # type: ignore[attr-defined]
-    assert replaying.lines[1].endswith(" POST /v1/messages miss 599 " + replaying.lines[1].split(" ")[-2] + " ms")  # type: ignore[attr-defined]
+    assert log[0] == message == replaying.misses[0]
+    assert re.fullmatch(r"[0-9a-f]{12} POST /v1/messages miss 599 \d+ ms", log[1])
 
 
 def test_a_dropped_connection_is_recorded_and_replayed_as_the_same_drop(tmp_path: Path, proxy: Proxy) -> None:
@@ -199,11 +200,12 @@ def test_an_upstream_that_never_answers_is_recorded_and_replayed_as_no_response(
                 client.messages.create(**{**STREAMED, "stream": False})
         return caught.value
 
-    recording = proxy(cassette, mode="once", upstream="http://127.0.0.1:9")  # nothing listens there
+    log: list[str] = []
+    recording = proxy(cassette, mode="once", upstream="http://127.0.0.1:9", on_log=log.append)  # nothing listens
     ask(recording.url)
     ask(proxy(cassette, mode="none").url)
 
-    assert recording.lines[0].startswith("The upstream http://127.0.0.1:9 did not answer POST")  # type: ignore[attr-defined]
+    assert log[0].startswith("The upstream http://127.0.0.1:9 did not answer POST")
     assert recording.requests[0].status == 0
     fault = load_cassette(cassette).interactions[0].response.fault
     assert fault is not None and fault.kind == "connection_failed"
@@ -221,7 +223,7 @@ def test_the_cassette_is_saved_after_each_interaction_and_new_episodes_appends(
     extending = proxy(cassette, mode="new_episodes", upstream=upstream.url)
     raw_exchange(extending.url, first)  # in the cassette: answered from it
     raw_exchange(extending.url, STREAMED)  # not: recorded
-    saved_while_running = _wait_for_interactions(cassette, 2)
+    saved_while_running = load_cassette(cassette).interactions  # written before each response ended
     extending.stop()
 
     assert [r.outcome for r in extending.requests] == [ProxyOutcome.MATCH, ProxyOutcome.RECORDED]
@@ -244,8 +246,6 @@ def test_a_proxy_cassette_replays_under_the_sdk_transport_too(
     async def replay() -> anthropic.types.Message:
         async with anthropic.AsyncAnthropic(api_key="k", base_url="http://elsewhere", http_client=http_client) as c:
             return await c.messages.create(**{**STREAMED, "stream": False})
-
-    import asyncio
 
     assert asyncio.run(replay()) == live
 
@@ -301,15 +301,3 @@ def test_a_broken_cassette_is_refused_before_serving(tmp_path: Path) -> None:
 def test_a_bad_setting_is_refused(tmp_path: Path, options: dict[str, Any], words: str) -> None:
     with pytest.raises(ValueError, match=words):
         CassetteProxy(tmp_path / "c.yaml", **{"mode": "once", **options})
-
-
-def _wait_for_interactions(cassette: Path, count: int) -> list[Any]:
-    """The cassette's interactions once it holds ``count`` (the save runs in the background)."""
-    import time
-
-    deadline = time.monotonic() + 10
-    while True:
-        interactions = load_cassette(cassette).interactions
-        if len(interactions) >= count or time.monotonic() > deadline:
-            return interactions
-        time.sleep(0.02)
