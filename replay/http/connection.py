@@ -186,7 +186,9 @@ class ResponseWriter:
         if self.started:
             raise RuntimeError("The response head was already sent.")
         fields = [(name, value) for name, value in headers if name.lower() not in FRAMING_HEADERS]
-        if length is not None:
+        if status in (204, 304):
+            pass  # no body, and no framing header for one (RFC 9110 §8.6)
+        elif length is not None:
             fields.append(("content-length", str(length)))
         else:
             fields.append(("transfer-encoding", "chunked"))  # h11 turns it into a close-delimited body for HTTP/1.0
