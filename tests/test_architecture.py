@@ -20,8 +20,9 @@ MAX_MODULE_LINES = 500
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"replay.cli", "replay.pytest_plugin"}),
     frozenset({"replay.session"}),
+    frozenset({"replay.proxy"}),
     frozenset({"replay.trace", "replay.cassette", "replay.fake"}),
-    frozenset({"replay.schema", "replay.redact"}),
+    frozenset({"replay.schema", "replay.redact", "replay.http"}),
     frozenset({"replay.storage"}),
     frozenset({"engine"}),
 )

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import inspect as cli_inspect
+from replay.cli import proxy as cli_proxy
 from replay.cli import record as cli_record
 from replay.cli import run as cli_run
 from replay.cli import scrub as cli_scrub
@@ -49,6 +50,7 @@ app.command("record", cls=ReplayCommand)(cli_record.record)
 app.command("diff", cls=ReplayCommand)(cli_inspect.diff)
 app.command("show", cls=ReplayCommand)(cli_inspect.show)
 app.command("serve", cls=ReplayCommand)(cli_record.serve)
+app.command("proxy", cls=ReplayCommand)(cli_proxy.proxy)
 app.command("coverage", cls=ReplayCommand)(cli_inspect.coverage)
 app.command("scrub", cls=ReplayCommand)(cli_scrub.scrub)
 

@@ -135,18 +135,31 @@ def serve(
     ],
     host: Annotated[str, typer.Option("--host", metavar="HOST", help="A loopback address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="The port to listen on; 0 picks a free one.")] = 0,
+    log: Annotated[
+        bool, typer.Option("--log", help="Print one line per request: method, path, status, ms, the turn played.")
+    ] = False,
+    no_restart: Annotated[
+        bool,
+        typer.Option(
+            "--no-restart",
+            help="Play the scenario once through: do not restart it when a new conversation starts.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the fake model over HTTP on loopback, in the foreground, until Ctrl-C.
 
     Any Messages API client can talk to it: the n-th POST /v1/messages gets the n-th scripted
     turn (streamed or not), POST /v1/messages/count_tokens is answered too, and any API key is
-    accepted.
+    accepted. The scenario starts again for every new conversation (a request whose messages
+    hold no assistant turn, after a complete answer), so an agent can run again and again
+    against one server; POST /reset restarts it too.
 
     Examples:
 
-        replay serve --scenario cassettes/demo/scenario.yaml --port 8765
+        replay serve --scenario cassettes/demo/scenario.yaml --port 8765 --log
         ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-ant-fake \\
             python my_agent.py
+        curl -X POST http://127.0.0.1:8765/reset    # start the scenario again
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a broken scenario, a host that is not loopback).
     """
@@ -157,7 +170,13 @@ def serve(
         )
     with bad_input():
         loaded = load_scenario(scenario)
-        server = FakeModelServer(FakeModel(loaded), host=host, port=port)
+        server = FakeModelServer(
+            FakeModel(loaded),
+            host=host,
+            port=port,
+            restart_per_conversation=not no_restart,
+            on_request=(lambda line: typer.echo(line, err=True)) if log else None,
+        )
 
     def ready(url: str) -> None:
         typer.echo(f"Serving the fake model ({len(loaded.turns)} scripted turns from {scenario}) at {url}")

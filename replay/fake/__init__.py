@@ -1,11 +1,11 @@
 """The deterministic fake model: scenarios, read from YAML and written back (`scenario`,
 `scenario_writer`), their content blocks and faults (`blocks`, `faults`), rendering as the
 Messages API streams (`sse`), the model itself with its in-process ``httpx2`` transports
-(`model`), and the same model served on loopback (`server`, reading requests with
-`http_request` and writing answers, dropped connections included, with `http_response`).
+(`model`), and the same model served on loopback (`server`, on the shared HTTP layer of
+`replay.http`, dropped connections included).
 
-May import: `replay.schema`, `replay.storage`, `engine`. Never `replay.cassette` or
-`replay.session`.
+May import: `replay.http`, `replay.schema`, `replay.storage`, `engine`. Never `replay.cassette`
+or `replay.session`.
 """
 
 from __future__ import annotations

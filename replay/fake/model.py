@@ -100,6 +100,9 @@ class FakeModel:
         self.model_name_default = model_name_default
         self.requests: list[ReceivedRequest] = []
         self._message_requests = 0
+        # Where the current conversation's requests start in `requests` (request ids count from it).
+        self._conversation_start = 0
+        self._last_turn_was_answer = False
         # The loopback server may call respond from several threads; turns must stay in order.
         self._lock = threading.Lock()
 
@@ -112,6 +115,20 @@ class FakeModel:
     def turns_remaining(self) -> int:
         """How many scripted turns no request has reached yet."""
         return len(self.scenario.turns) - self.turns_played
+
+    @property
+    def last_turn_was_answer(self) -> bool:
+        """Whether the last turn played was a complete answer (not a fault a client may retry)."""
+        return self._last_turn_was_answer
+
+    def reset(self) -> None:
+        """Start the scenario again from its first turn, as for a new conversation: message and
+        request ids count from 1 again, so a second run gets the same bytes as the first.
+        `requests` keeps every request received."""
+        with self._lock:
+            self._message_requests = 0
+            self._conversation_start = len(self.requests)
+            self._last_turn_was_answer = False
 
     def respond(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> FakeResponse:
         """Answer one HTTP request; raises ScenarioExhaustedError when the script has no turn left."""
@@ -126,7 +143,7 @@ class FakeModel:
                     json=parsed,
                 )
             )
-            request_id = f"req_fake_{len(self.requests):04d}"
+            request_id = f"req_fake_{len(self.requests) - self._conversation_start:04d}"
             route = path.split("?", 1)[0]
             if method.upper() == "POST" and route == Route.COUNT_TOKENS:
                 return _json_response(200, {"input_tokens": len(body) // 4}, request_id=request_id)
@@ -147,6 +164,7 @@ class FakeModel:
         if number > len(self.scenario.turns):
             raise ScenarioExhaustedError(self._exhausted_message(number, request))
         turn = self.scenario.turns[number - 1]
+        self._last_turn_was_answer = isinstance(turn, Turn)
         streaming = request.get("stream") is True
         render = _Renderer(
             message_id=f"msg_fake_{number:04d}",

@@ -1,13 +1,15 @@
 """The fake model over real HTTP on loopback, so the unmodified SDK (or curl) can talk to it.
 
-`FakeModelServer` owns the server's life: binding (loopback only unless told otherwise), serving
-in a background thread with its own event loop (`start`/`stop`) or in the current loop
-(`serve_forever`), one task per connection and keep-alive, the API-key check, and closing every
-connection on stop. It speaks just enough HTTP/1.1 for a Messages API client: requests are read
-by `replay.fake.http_request` (Content-Length and chunked bodies) and answers written by
-`replay.fake.http_response` (JSON with Content-Length, SSE with ``Transfer-Encoding: chunked``,
-one chunk per event; a scripted dropped connection closes the socket without the terminating
-zero-length chunk, so the client sees a real incomplete body).
+`FakeModelServer` is an `HttpServer` (``replay.http``: binding, the background thread or the
+current loop, keep-alive, reading requests and framing answers on ``h11``) that answers from a
+`FakeModel`: the API-key check, JSON with Content-Length, SSE with ``Transfer-Encoding:
+chunked`` one chunk per event, and a scripted dropped connection, which closes the socket
+without the terminating zero-length chunk so the client sees a real incomplete body.
+
+``POST /reset`` starts the scenario again; with ``restart_per_conversation=True`` so does every
+request that starts a new conversation (its ``messages`` hold no assistant turn) after a
+complete answer, so one server serves an agent run after run (``replay serve``). A retry after
+a scripted fault is not a new conversation: the fault's retry gets the next turn.
 
     with FakeModelServer(FakeModel(load_scenario("scenario.yaml"))) as server:
         client = anthropic.Anthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0)
@@ -15,29 +17,27 @@ zero-length chunk, so the client sees a real incomplete body).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import ipaddress
+import json
 import logging
-import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from enum import Enum, StrEnum
-from typing import Final
+from enum import StrEnum
+from typing import Any, Final
 
 from replay.fake.faults import ErrorType
-from replay.fake.http_request import LINE_LIMIT, BadRequest, HttpRequest, read_request, wants_keep_alive
-from replay.fake.http_response import error_response, send_response
 from replay.fake.model import FakeModel, FakeResponse, ScenarioExhaustedError
+from replay.fake.sse import error_body
+from replay.http.connection import BadRequest, Request, ResponseWriter, UnsendableResponse
+from replay.http.server import HttpServer
 from replay.loopback import is_loopback
 
-__all__ = ["AuthStyle", "FakeModelServer"]
+__all__ = ["RESET_PATH", "AuthStyle", "FakeModelServer", "error_response"]
 
 logger = logging.getLogger(__name__)
 
-_START_TIMEOUT: Final = 10.0
-_STOP_TIMEOUT: Final = 5.0
-_SHUTDOWN_GRACE: Final = 1.0
+RESET_PATH: Final = "/reset"
+_BAD_REQUEST_TYPES: Final = {413: ErrorType.REQUEST_TOO_LARGE}
 
 
 class AuthStyle(StrEnum):
@@ -48,14 +48,10 @@ class AuthStyle(StrEnum):
     NONE = "none"
 
 
-class _Phase(Enum):
-    NEW = "new"
-    RUNNING = "running"
-    STOPPED = "stopped"
-
-
-class FakeModelServer:
+class FakeModelServer(HttpServer):
     """Serves a FakeModel over HTTP/1.1 on loopback: in a background thread (`start`) or in the current loop."""
+
+    label = "The fake model server"
 
     def __init__(
         self,
@@ -65,173 +61,55 @@ class FakeModelServer:
         port: int = 0,
         require_auth: bool = True,
         allow_remote: bool = False,
+        restart_per_conversation: bool = False,
+        on_request: Callable[[str], None] | None = None,
     ) -> None:
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ValueError(f"port must be an integer from 0 to 65535 (0 picks a free port), not {port!r}.")
+        super().__init__(host=host, port=port)
         if not allow_remote and not is_loopback(host):
             raise ValueError(
                 f"FakeModelServer serves only loopback addresses (127.0.0.1, ::1, localhost), not {host!r}: "
                 "the fake model checks no keys. Pass allow_remote=True to serve another address anyway."
             )
         self.fake_model = fake_model
-        # "localhost" may resolve to both ::1 and 127.0.0.1, and port 0 would then bind two different ports.
-        self.host = "127.0.0.1" if host == "localhost" else host
-        self.port = port
         self.require_auth = require_auth
+        self.restart_per_conversation = restart_per_conversation
+        self.on_request = on_request
+        """Called with one line per request answered (``replay serve --log``)."""
         self.auth_styles: Counter[AuthStyle] = Counter()
         """How many requests presented each auth style."""
-        self.connections_accepted = 0
-        """How many TCP connections the server has accepted (keep-alive reuses one for many requests)."""
-        self._phase = _Phase.NEW
-        self._url: str | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop_requested: asyncio.Event | None = None
-        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
-    @property
-    def url(self) -> str:
-        """The base URL to give a client, e.g. `http://127.0.0.1:54321` (still readable after stop)."""
-        if self._url is None:
-            raise RuntimeError("The fake model server has no URL yet: call start() or serve_forever() first.")
-        return self._url
+    async def handle(self, request: Request, response: ResponseWriter) -> None:
+        started = time.monotonic()
+        if request.method.upper() == "POST" and request.path.split("?", 1)[0] == RESET_PATH:
+            self.fake_model.reset()
+            note = "scenario restarted"
+            answer = FakeResponse(status=204, headers=[])
+        else:
+            note = self._restart_if_new_conversation(request)
+            answer = self._answer(request)
+        await _send(response, answer)
+        if self.on_request is not None:
+            elapsed = (time.monotonic() - started) * 1000
+            played = f"turn {self.fake_model.turns_played}/{len(self.fake_model.scenario.turns)}"
+            tail = f" ({note})" if note else ""
+            self.on_request(f"{request.method} {request.path} {answer.status} {elapsed:.0f} ms {played}{tail}")
 
-    def start(self) -> str:
-        """Bind (a free port when port=0), serve in a background thread with its own loop, and return the URL."""
-        self._begin()
-        ready = threading.Event()
-        failure: list[BaseException] = []
+    def bad_request_response(self, bad: BadRequest) -> tuple[list[tuple[str, str]], bytes]:
+        error_type = _BAD_REQUEST_TYPES.get(bad.status, ErrorType.INVALID_REQUEST_ERROR)
+        answer = error_response(bad.status, error_type, bad.message)
+        return answer.headers, b"".join(answer.chunks)
 
-        def run() -> None:
-            try:
-                asyncio.run(self._serve(on_ready=lambda _url: ready.set()))
-            except BaseException as exc:  # the thread must report, never die silently
-                if ready.is_set():
-                    logger.exception("The fake model server thread failed.")
-                else:
-                    failure.append(exc)
-                    ready.set()
+    def _restart_if_new_conversation(self, request: Request) -> str:
+        if not (self.restart_per_conversation and self.fake_model.last_turn_was_answer):
+            return ""
+        if request.method.upper() != "POST" or request.path.split("?", 1)[0] != "/v1/messages":
+            return ""
+        if not _starts_a_conversation(request.body):
+            return ""
+        self.fake_model.reset()
+        return "new conversation: scenario restarted"
 
-        self._thread = threading.Thread(target=run, name=f"FakeModelServer({self.host}:{self.port})", daemon=True)
-        self._thread.start()
-        if not ready.wait(_START_TIMEOUT):
-            with contextlib.suppress(RuntimeError):
-                self.stop()
-            raise RuntimeError(f"The fake model server did not start within {_START_TIMEOUT:g} s.")
-        if failure:
-            self._thread.join()
-            self._phase = _Phase.STOPPED
-            raise failure[0]
-        return self.url
-
-    def stop(self) -> None:
-        """Close the listening socket and every open connection, and join the thread; safe to call twice."""
-        if self._phase is not _Phase.RUNNING:
-            self._phase = _Phase.STOPPED
-            return
-        self._phase = _Phase.STOPPED
-        if self._loop is not None and self._stop_requested is not None:
-            try:
-                self._loop.call_soon_threadsafe(self._stop_requested.set)
-            except RuntimeError:  # the loop has already closed
-                pass
-        if self._thread is not None:
-            self._thread.join(_STOP_TIMEOUT)
-            if self._thread.is_alive():
-                raise RuntimeError(f"The fake model server at {self._url} did not stop within {_STOP_TIMEOUT:g} s.")
-
-    async def serve_forever(self, *, on_ready: Callable[[str], None] | None = None) -> None:
-        """Serve in the current event loop until cancelled (or stop() is called); `on_ready` gets the URL."""
-        self._begin()
-        try:
-            await self._serve(on_ready=on_ready or (lambda _url: None))
-        finally:
-            self._phase = _Phase.STOPPED
-
-    def __enter__(self) -> FakeModelServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def _begin(self) -> None:
-        if self._phase is not _Phase.NEW:
-            raise RuntimeError(
-                f"This FakeModelServer is {self._phase.value}; a server starts once. Create a new one to serve again."
-            )
-        self._phase = _Phase.RUNNING
-
-    # --- the serving loop --------------------------------------------------------------------
-
-    async def _serve(self, *, on_ready: Callable[[str], None]) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop_requested = asyncio.Event()
-        if self._phase is _Phase.STOPPED:  # stop() came before this coroutine ran
-            self._stop_requested.set()
-        server = await asyncio.start_server(self._handle_connection, self.host, self.port, limit=LINE_LIMIT)
-        try:
-            port = server.sockets[0].getsockname()[1]
-            self._url = _base_url(self.host, port)
-            logger.info("The fake model server listens on %s.", self._url)
-            on_ready(self._url)
-            await self._stop_requested.wait()
-        finally:
-            server.close()
-            await asyncio.sleep(0)  # let connections accepted just now register, so they are closed too
-            await self._close_connections()
-            await server.wait_closed()
-            logger.info("The fake model server at %s has stopped.", self._url)
-
-    async def _close_connections(self) -> None:
-        tasks = list(self._connections)
-        for task, writer in list(self._connections.items()):
-            writer.transport.abort()
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=_SHUTDOWN_GRACE)
-
-    async def _handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections[task] = writer
-        self.connections_accepted += 1
-        peer = writer.get_extra_info("peername")
-        try:
-            await self._serve_connection(reader, writer)
-            writer.close()
-            await writer.wait_closed()
-        except asyncio.CancelledError:
-            pass  # stop() aborted this connection; nothing more can be sent
-        except OSError as exc:
-            logger.info("The client at %s disconnected mid-exchange (%s); the server carries on.", peer, exc)
-        except Exception:
-            logger.exception("The fake model server failed on the connection from %s; it carries on.", peer)
-        finally:
-            del self._connections[task]
-            if not writer.transport.is_closing():
-                writer.transport.abort()
-
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Answer requests one after another until the client or a response ends the connection."""
-        while True:
-            try:
-                request = await read_request(reader, writer)
-            except BadRequest as bad:
-                logger.info("Rejected a malformed request with %d: %s", bad.status, bad.message)
-                response = error_response(bad.status, bad.error_type, bad.message)
-                await send_response(writer, response, version="HTTP/1.1", method="GET", keep_alive=False)
-                return
-            if request is None:
-                return
-            response = self._answer(request)
-            keep_alive = wants_keep_alive(request)
-            if not await send_response(
-                writer, response, version=request.version, method=request.method, keep_alive=keep_alive
-            ):
-                return
-
-    def _answer(self, request: HttpRequest) -> FakeResponse:
+    def _answer(self, request: Request) -> FakeResponse:
         style = _auth_style(request.headers)
         self.auth_styles[style] += 1
         if style is AuthStyle.NONE and self.require_auth:
@@ -252,6 +130,43 @@ class FakeModelServer:
             return error_response(500, ErrorType.API_ERROR, message)
 
 
+async def _send(response: ResponseWriter, answer: FakeResponse) -> None:
+    """One chunk per SSE event, flushed as it goes; a scripted drop cuts the body."""
+    streamed = answer.drop_after or _is_event_stream(answer.headers)
+    body = b"".join(answer.chunks)
+    try:
+        await response.start(answer.status, answer.headers, length=None if streamed else len(body))
+    except UnsendableResponse as exc:
+        logger.error("Cannot send the fake model's response: %s", exc)
+        failed = error_response(500, ErrorType.API_ERROR, f"The fake model's response cannot be sent: {exc}")
+        await response.send(failed.status, failed.headers, b"".join(failed.chunks))
+        return
+    for chunk in answer.chunks if streamed else [body]:
+        await response.write(chunk)
+    if answer.drop_after:
+        await response.drop()  # no terminating chunk: the client sees an incomplete body
+    else:
+        await response.end()
+
+
+def error_response(status: int, error_type: ErrorType, message: str) -> FakeResponse:
+    """An error the server itself makes; `x-should-retry: false` keeps clients from retrying it."""
+    body = json.dumps(error_body(error_type, message), separators=(",", ":"), ensure_ascii=False).encode()
+    headers = [("content-type", "application/json"), ("x-should-retry", "false")]
+    return FakeResponse(status=status, headers=headers, chunks=[body])
+
+
+def _starts_a_conversation(body: bytes) -> bool:
+    try:
+        request: Any = json.loads(body)
+    except ValueError:
+        return False
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list):
+        return False
+    return not any(isinstance(message, dict) and message.get("role") == "assistant" for message in messages)
+
+
 def _auth_style(headers: Mapping[str, str]) -> AuthStyle:
     scheme, _, key = headers.get("authorization", "").strip().partition(" ")
     if scheme.lower() == "bearer" and key.strip():
@@ -261,14 +176,7 @@ def _auth_style(headers: Mapping[str, str]) -> AuthStyle:
     return AuthStyle.NONE
 
 
-# --- addresses -------------------------------------------------------------------------------
-
-
-def _base_url(host: str, port: int) -> str:
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return f"http://{host}:{port}"
-    if address.is_unspecified:  # bound to every interface (allow_remote): loopback reaches it too
-        address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
-    return f"http://[{address}]:{port}" if address.version == 6 else f"http://{address}:{port}"
+def _is_event_stream(headers: list[tuple[str, str]]) -> bool:
+    return any(
+        name.lower() == "content-type" and value.lower().startswith("text/event-stream") for name, value in headers
+    )

@@ -13,7 +13,8 @@ the loop did.
 - Fixtures: ``anthropic_client``, ``async_anthropic_client`` (SDK clients bound to the cassette),
   ``replay_engine`` (a ``CassetteEngine``), ``replay_bundle`` (an async factory giving a
   ``ReplayedBundle``), ``trace_snapshot`` (syrupy's ``snapshot`` writing ``.trace.txt`` files),
-  ``replay_record_mode``.
+  ``replay_record_mode``, ``replay_proxy`` (``replay proxy`` for the test: its base URL; it
+  records through ``replay_proxy_upstream``).
 - A test that uses any of them (or carries the marker) may connect to loopback only, unless it
   records.
 
@@ -22,9 +23,9 @@ recording. So the plugin runs under ``pytest -n auto``. The guide is docs/pytest
 
 Its parts: the options, the marker and where a name points (`options`), how the test went, for
 the checks at teardown (`outcome`), SDK clients served from a cassette (`sdk_clients`),
-``replay_engine`` (`cassette_engine`), ``replay_bundle`` (`bundle_replay`) and the guard against
-the network (`network_guard`). pytest registers the hooks and fixtures it finds as attributes of
-this module, so each is imported here.
+``replay_engine`` (`cassette_engine`), ``replay_bundle`` (`bundle_replay`), ``replay_proxy``
+(`proxy_fixture`) and the guard against the network (`network_guard`). pytest registers the
+hooks and fixtures it finds as attributes of this module, so each is imported here.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from replay.pytest_plugin.options import pytest_addoption as pytest_addoption
 from replay.pytest_plugin.options import pytest_configure as pytest_configure
 from replay.pytest_plugin.outcome import UnplayedInteractionsWarning, call_failed
 from replay.pytest_plugin.outcome import pytest_runtest_makereport as pytest_runtest_makereport
+from replay.pytest_plugin.proxy_fixture import replay_proxy as replay_proxy
+from replay.pytest_plugin.proxy_fixture import replay_proxy_upstream as replay_proxy_upstream
 from replay.pytest_plugin.sdk_clients import (
     ServedCassette,
     check_after_test,
@@ -74,7 +77,7 @@ __all__ = [
 # -- the network guard ------------------------------------------------------------------------
 
 
-_PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle"})
+_PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle", "replay_proxy"})
 
 
 @pytest.fixture(autouse=True)

@@ -57,7 +57,9 @@ except ImportError:  # pragma: no cover
 __all__ = ["ServedCassette", "anthropic_client", "async_anthropic_client", "serve_sdk_clients"]
 
 # These drive the engine through a transport of their own; they keep to it.
-_ENGINE_FIXTURES = frozenset({"replay_engine", "replay_bundle"})
+# Fixtures that answer the test's requests their own way: the engine's transport, or a proxy the
+# test's clients reach over HTTP (serving them here would answer before the proxy sees them).
+_OWN_TRANSPORT_FIXTURES = frozenset({"replay_engine", "replay_bundle", "replay_proxy"})
 
 
 @dataclass(repr=False)
@@ -249,8 +251,11 @@ def _intercept(served: ServedCassette, patch: pytest.MonkeyPatch) -> None:
 
 def wants_sdk_clients(request: pytest.FixtureRequest) -> bool:
     """Whether a marked test's clients are served from its cassette: unless it drives the engine
-    through ``replay_engine``/``replay_bundle``, which have a transport of their own."""
-    return request.node.get_closest_marker(MARKER) is not None and not _ENGINE_FIXTURES & set(request.fixturenames)
+    through ``replay_engine``/``replay_bundle``, which have a transport of their own, or goes
+    through ``replay_proxy``."""
+    return request.node.get_closest_marker(MARKER) is not None and not _OWN_TRANSPORT_FIXTURES & set(
+        request.fixturenames
+    )
 
 
 def check_after_test(request: pytest.FixtureRequest, served: ServedCassette, *, strict: bool) -> None:
@@ -276,10 +281,10 @@ def _served(request: pytest.FixtureRequest, served: ServedCassette | None) -> It
     if served is not None:
         yield served
         return
-    if _ENGINE_FIXTURES & set(request.fixturenames):
+    if _OWN_TRANSPORT_FIXTURES & set(request.fixturenames):
         pytest.fail(
             "The client fixtures serve a cassette of their own; they cannot be used with "
-            f"{' or '.join(sorted(_ENGINE_FIXTURES))}.",
+            f"{' or '.join(sorted(_OWN_TRANSPORT_FIXTURES))}.",
             pytrace=False,
         )
     options = PluginOptions.of(request.config)

@@ -359,8 +359,8 @@ def test_an_http_1_0_client_gets_a_stream_that_ends_with_the_connection(serve: S
 
     head, _, events = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 OK\r\n")
-    assert b"transfer-encoding" not in head
-    assert b"\r\nconnection: close" in head
+    assert b"transfer-encoding" not in head.lower()
+    assert b"\r\nconnection: close" in head.lower()  # header names are case-insensitive (h11 writes Connection)
     assert events.startswith(b"event: message_start\n")
     assert events.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
 
@@ -552,3 +552,26 @@ def test_curl_gets_server_sent_events(serve: Serve) -> None:
     assert events[0] == "message_start"
     assert events[-1] == "message_stop"
     assert '"text":"Hello, curl."' in result.stdout
+
+
+# --- new conversations and POST /reset -------------------------------------------------------
+
+
+def test_a_new_conversation_restarts_the_scenario_only_when_asked_and_post_reset_always(serve: Serve) -> None:
+    lines: list[str] = []
+    restarting = serve(fake(text_turn("first")), restart_per_conversation=True, on_request=lines.append)
+    plain = serve(fake(text_turn("first")))
+
+    with sync_sdk(restarting) as client:
+        answers = [client.messages.create(**REQUEST).content[0].text for _ in range(2)]
+    with sync_sdk(plain) as client:
+        client.messages.create(**REQUEST)
+        with pytest.raises(anthropic.InternalServerError):  # the one turn is played
+            client.messages.create(**REQUEST)
+        reset = httpx2.post(f"{plain.url}/reset")
+        after_reset = client.messages.create(**REQUEST)
+
+    assert answers == ["first", "first"]
+    assert lines[1].endswith("turn 1/1 (new conversation: scenario restarted)")
+    assert reset.status_code == 204
+    assert (after_reset.content[0].text, after_reset.id) == ("first", "msg_fake_0001")

@@ -1,0 +1,317 @@
+"""`CassetteProxy`: a loopback HTTP server any process can point ``ANTHROPIC_BASE_URL`` at, which
+answers from a cassette and, when the record mode allows, forwards what the cassette lacks to
+the upstream (the real API, or a fake model server) and records it.
+
+- Matching is the project's own: `CassettePlayer` and its fingerprint (method, path, normalized
+  body), so a cassette recorded here replays under the SDK transports and the other way round.
+- Recording forwards with ``httpx2`` and streams an event stream through as it arrives, one
+  chunk per event, each event in the bytes a replay will give (`wire.event_chunk`); a
+  connection the upstream drops mid-body is recorded as a fault and dropped for the client
+  too. The cassette is saved atomically (scrubbed) after each recorded interaction, before the
+  client's response ends (so a client that has read an answer whole finds it on disk), and
+  again on stop if a save failed: a crash loses at most the interaction in flight, and the file
+  is never half-written.
+- A miss answers HTTP 599 with an Anthropic-shaped error body, ``x-should-retry: false``, whose
+  message is the player's diagnosis (nearest recorded requests, where they differ, how to
+  re-record), and logs it.
+- Every request is one log line: fingerprint, method, path, outcome, status, milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import httpx2
+
+from replay.cassette import (
+    Cassette,
+    CassetteError,
+    CassetteMismatchError,
+    CassetteNotFoundError,
+    CassettePlayer,
+    Interaction,
+    RecordMode,
+    fingerprint,
+    load_cassette,
+    parse_record_mode,
+    save_cassette,
+)
+from replay.cassette.fingerprints import parse_body
+from replay.cassette.scrub import scrub_bytes
+from replay.cassette.transport import RERECORD_HINT
+from replay.http.connection import Request, ResponseWriter
+from replay.http.server import HttpServer
+from replay.loopback import is_loopback
+from replay.proxy.wire import HOP_BY_HOP, EventSplitter, is_event_stream, play, recorded_interaction
+
+__all__ = ["DEFAULT_UPSTREAM", "MISS_STATUS", "CassetteProxy", "ProxyOutcome", "ProxyRequest"]
+
+# The modes that start the cassette afresh (rewrite is pytest-recording's name for all).
+_AFRESH: Final = frozenset({RecordMode.ALL, RecordMode.REWRITE})
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_UPSTREAM: Final = "https://api.anthropic.com"
+MISS_STATUS: Final = 599
+MISS_ERROR_TYPE: Final = "cassette_miss"
+_PROXY_HINT: Final = (
+    "To record what is missing, run again with record mode new_episodes (keeps what matches and records the rest) "
+    "or all (records everything anew): `replay proxy --record-mode new_episodes ...`, or for the replay_proxy "
+    "fixture `pytest --record-mode=new_episodes`."
+)
+_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0)
+
+
+class ProxyOutcome(StrEnum):
+    """What the proxy did with a request."""
+
+    MATCH = "match"  # answered from the cassette
+    MISS = "miss"  # not in the cassette and not recorded: answered MISS_STATUS
+    RECORDED = "recorded"  # forwarded to the upstream and recorded
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProxyRequest:
+    """One request the proxy answered: its log line's fields."""
+
+    fingerprint: str
+    method: str
+    path: str
+    outcome: ProxyOutcome
+    status: int  # 0: no response (a recorded connection failure, or the upstream unreachable)
+    milliseconds: float
+
+    def line(self) -> str:
+        """``3f2a9c1b7d4e POST /v1/messages recorded 200 41 ms``."""
+        return (
+            f"{self.fingerprint[:12]} {self.method} {self.path} {self.outcome} {self.status} {self.milliseconds:.0f} ms"
+        )
+
+
+class CassetteProxy(HttpServer):
+    """Serves a cassette over HTTP on loopback, recording through to ``upstream`` as ``mode`` allows."""
+
+    label = "The replay proxy"
+
+    def __init__(
+        self,
+        cassette: Path,
+        *,
+        mode: RecordMode | str = RecordMode.NONE,
+        upstream: str = DEFAULT_UPSTREAM,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_log: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(host=host, port=port)
+        if not is_loopback(host):
+            raise ValueError(
+                f"The replay proxy serves only loopback addresses (127.0.0.1, ::1, localhost), not {host!r}: "
+                "it forwards whatever key its clients send."
+            )
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"The upstream must be an http:// or https:// URL, not {upstream!r}.")
+        self.cassette_path = Path(cassette)
+        self.mode = parse_record_mode(mode)
+        self.upstream = upstream.rstrip("/")
+        self.on_log = on_log
+        self.requests: list[ProxyRequest] = []
+        """Every request answered, in order (what the log lines say)."""
+        self.misses: list[str] = []
+        """The diagnosis of every request the cassette could not answer, in order."""
+        exists = self.cassette_path.exists()
+        if self.mode is RecordMode.NONE and not exists:
+            raise CassetteNotFoundError(
+                f"Cassette {self.cassette_path} does not exist and record mode 'none' never records; "
+                "record it first with --record-mode once or all."
+            )
+        self._kept: Cassette | None = None
+        self.player: CassettePlayer | None = None
+        if exists and self.mode not in _AFRESH:
+            self._kept = load_cassette(self.cassette_path)
+            self.player = CassettePlayer.from_cassette(self._kept)
+        self.recording = self.mode is RecordMode.NEW_EPISODES or self.mode in _AFRESH or not exists
+        """Whether requests the cassette lacks are forwarded and recorded."""
+        self.recorded: list[Interaction] = []
+        self._client: httpx2.AsyncClient | None = None
+        self._unsaved = False
+        self._save_lock = asyncio.Lock()
+
+    # --- answering -------------------------------------------------------------------------------
+
+    async def handle(self, request: Request, response: ResponseWriter) -> None:
+        started = time.monotonic()
+        key = fingerprint(request.method, request.path, parse_body(scrub_bytes(request.body)))
+        outcome = ProxyOutcome.RECORDED
+        try:
+            if self.player is not None:
+                try:
+                    interaction = self.player.match(request.method, request.path, request.body)
+                except CassetteMismatchError as miss:
+                    if not self.recording:
+                        outcome = ProxyOutcome.MISS
+                        await self._answer_miss(response, str(miss))
+                        return
+                else:
+                    outcome = ProxyOutcome.MATCH
+                    await play(response, interaction.response)
+                    return
+            await self._forward(request, response)
+        finally:
+            entry = ProxyRequest(
+                fingerprint=key,
+                method=request.method,
+                path=request.path,
+                outcome=outcome,
+                status=response.status or 0,
+                milliseconds=(time.monotonic() - started) * 1000,
+            )
+            self.requests.append(entry)
+            logger.info("%s", entry.line())
+            if self.on_log is not None:
+                self.on_log(entry.line())
+
+    async def _answer_miss(self, response: ResponseWriter, diagnosis: str) -> None:
+        message = diagnosis.replace(RERECORD_HINT, _PROXY_HINT) if RERECORD_HINT in diagnosis else diagnosis
+        if _PROXY_HINT not in message:
+            message = f"{message}\n{_PROXY_HINT}"
+        if self.on_log is not None:
+            self.on_log(message)
+        else:
+            logger.warning("%s", message)
+        self.misses.append(message)
+        body = {"type": "error", "error": {"type": MISS_ERROR_TYPE, "message": message}}
+        headers = [("content-type", "application/json"), ("x-should-retry", "false")]
+        encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        await response.send(MISS_STATUS, headers, encoded, reason="Cassette Miss")
+
+    async def _forward(self, request: Request, response: ResponseWriter) -> None:
+        """Send the request upstream, stream the answer to the client and record the exchange."""
+        if self._client is None:
+            host = urlsplit(self.upstream).hostname
+            # A loopback upstream (a fake model server) is reached directly, whatever *_PROXY says.
+            self._client = httpx2.AsyncClient(timeout=_TIMEOUT, trust_env=not is_loopback(host))
+        uri = self.upstream + request.path
+        headers = {name: value for name, value in request.headers.items() if name not in HOP_BY_HOP}
+        headers["accept-encoding"] = "identity"  # the proxy splits events and stores plain bodies
+        exchange: dict[str, Any] = {
+            "method": request.method,
+            "uri": uri,
+            "request_headers": headers,
+            "body": request.body,
+        }
+        outgoing = self._client.build_request(request.method, uri, headers=headers, content=request.body)
+        try:
+            upstream = await self._client.send(outgoing, stream=True)
+        except httpx2.TransportError as exc:
+            problem = f"The upstream {self.upstream} did not answer {request.method} {uri}: {exc!r}"
+            logger.warning("%s", problem)
+            if self.on_log is not None:
+                self.on_log(problem)
+            await self._record(
+                exchange, status=0, reason="", headers=[], received=b"", fault={"kind": "connection_failed"}
+            )
+            await response.drop()
+            return
+        try:
+            await self._relay(upstream, response, exchange)
+        finally:
+            await upstream.aclose()
+
+    async def _relay(self, upstream: httpx2.Response, response: ResponseWriter, exchange: dict[str, Any]) -> None:
+        headers = [(k, v) for k, v in upstream.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+        received = bytearray()
+        fault: dict[str, Any] | None = None
+        if is_event_stream(headers):
+            await response.start(upstream.status_code, headers, length=None)
+            splitter = EventSplitter()
+            try:
+                async for data in upstream.aiter_bytes():
+                    received += data
+                    for chunk in splitter.feed(data):
+                        await response.write(chunk)
+            except httpx2.TransportError:
+                fault = {"kind": "dropped_connection", "after_events": splitter.events}
+            else:
+                await response.write(splitter.rest())
+        else:
+            try:
+                async for data in upstream.aiter_bytes():
+                    received += data
+            except httpx2.TransportError:
+                fault = {"kind": "dropped_connection", "after_bytes": len(received)}
+                await response.start(upstream.status_code, headers, length=None)
+                await response.write(bytes(received))
+            else:
+                await response.start(upstream.status_code, headers, length=len(received))
+                await response.write(bytes(received))
+        await self._record(
+            exchange,
+            status=upstream.status_code,
+            reason=upstream.reason_phrase,
+            headers=headers,
+            received=bytes(received),
+            fault=fault,
+        )
+        if fault is not None:
+            await response.drop()
+        else:
+            await response.end()
+
+    # --- the cassette ----------------------------------------------------------------------------
+
+    async def _record(
+        self,
+        exchange: dict[str, Any],
+        *,
+        status: int,
+        reason: str,
+        headers: list[tuple[str, str]],
+        received: bytes,
+        fault: dict[str, Any] | None,
+    ) -> None:
+        """Keep the exchange and save the cassette, before the client's response ends: once a
+        client has read a whole answer, the file on disk holds it."""
+        try:
+            interaction = recorded_interaction(
+                **exchange, status=status, reason=reason, response_headers=headers, received=received, fault=fault
+            )
+        except CassetteError as exc:  # e.g. a binary request body: served, but not recorded
+            logger.error("Not recorded: %s", exc)
+            if self.on_log is not None:
+                self.on_log(f"Not recorded: {exc}")
+            return
+        self.recorded.append(interaction)
+        async with self._save_lock:
+            try:
+                await asyncio.to_thread(self.save)
+            except Exception:  # the proxy carries on; the save on stop tries again
+                logger.exception("The replay proxy could not save %s.", self.cassette_path)
+                self._unsaved = True
+            else:
+                self._unsaved = False
+
+    def save(self) -> None:
+        """Write the cassette atomically: what was kept of the old one (``new_episodes``) and
+        everything recorded so far, scrubbed."""
+        kept = list(self._kept.interactions) if self._kept is not None and self.mode is RecordMode.NEW_EPISODES else []
+        paths = dict(self._kept.recorded_paths) if self._kept is not None else {}
+        save_cassette(Cassette(interactions=[*kept, *self.recorded], recorded_paths=paths), self.cassette_path)
+
+    async def closing(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        if self._unsaved:
+            async with self._save_lock:
+                await asyncio.to_thread(self.save)  # a failure here reaches whoever stops the proxy
