@@ -8,6 +8,10 @@ import pytest
 
 from replay.pytest_plugin.network_guard import NetworkGuard
 
+# The plugin's tests run small projects in a pytest subprocess; pytest takes plugins only from the
+# top-level conftest.
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> Iterator[None]:

@@ -6,8 +6,6 @@ import os
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 INI = """\
 [pytest]
 asyncio_mode = auto

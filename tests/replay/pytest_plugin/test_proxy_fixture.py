@@ -8,8 +8,6 @@ import os
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 INI = """\
 [pytest]
 asyncio_mode = auto
