@@ -4,15 +4,7 @@ server runs, replays with it gone, and fails with the proxy's diagnosis when its
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-INI = """\
-[pytest]
-asyncio_mode = auto
-asyncio_default_fixture_loop_scope = function
-"""
 
 CONFTEST = """\
 import os
@@ -63,28 +55,26 @@ def test_an_agent_that_swallows_errors(replay_proxy):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    for name in list(os.environ):
-        if name.startswith("PYTEST_XDIST") or name in ("PYTEST_ADDOPTS", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-            monkeypatch.delenv(name)
-    pytester.makefile(".ini", pytest=INI)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_agent=TESTS)
-    return pytester
+def agent_project(project: pytest.Pytester) -> pytest.Pytester:
+    """The plugin tests' project folder, with an agent test and a conftest whose upstream is the
+    fake model server while UPSTREAM_RUNS is set, and gone otherwise."""
+    project.makeconftest(CONFTEST)
+    project.makepyfile(test_agent=TESTS)
+    return project
 
 
 def test_replay_proxy_records_once_replays_offline_and_fails_a_changed_prompt_with_the_diagnosis(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    agent_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cassette = project.path / "cassettes" / "hello.yaml"
+    cassette = agent_project.path / "cassettes" / "hello.yaml"
 
     monkeypatch.setenv("UPSTREAM_RUNS", "1")
-    recorded = project.runpytest_subprocess("--record-mode=once", "-k", "my_agent", timeout=180)
+    recorded = agent_project.runpytest_subprocess("--record-mode=once", "-k", "my_agent", timeout=180)
     monkeypatch.delenv("UPSTREAM_RUNS")
     kept = cassette.read_bytes()
-    replayed = project.runpytest_subprocess("-k", "my_agent", timeout=180)
+    replayed = agent_project.runpytest_subprocess("-k", "my_agent", timeout=180)
     monkeypatch.setenv("PROMPT", "Say goodbye")
-    changed = project.runpytest_subprocess(timeout=180)
+    changed = agent_project.runpytest_subprocess(timeout=180)
 
     recorded.assert_outcomes(passed=1, deselected=1)
     replayed.assert_outcomes(passed=1, deselected=1)
