@@ -36,7 +36,9 @@ def proxy(
         str,
         typer.Option("--upstream", metavar="URL", help="Where requests are forwarded when recording."),
     ] = DEFAULT_UPSTREAM,
-    port: Annotated[int, typer.Option("--port", metavar="N", help="The loopback port to listen on; 0 picks one.")] = 0,
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", help="The loopback port to listen on; 0 picks one.")
+    ] = 0,
 ) -> None:
     """Record and replay any Messages API client over HTTP: point ANTHROPIC_BASE_URL at this.
 
@@ -51,8 +53,9 @@ def proxy(
     Examples:
 
         replay proxy --cassette agent.yaml --record-mode once --port 8766
-        ANTHROPIC_BASE_URL=http://127.0.0.1:8766 python my_agent.py   # records, with your key
-        ANTHROPIC_BASE_URL=http://127.0.0.1:8766 ANTHROPIC_API_KEY=sk-ant-fake python my_agent.py   # replays
+        export ANTHROPIC_BASE_URL=http://127.0.0.1:8766
+        python my_agent.py                               # records, with your key
+        ANTHROPIC_API_KEY=sk-ant-fake python my_agent.py   # replays
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a missing or broken cassette, a bad upstream or port).
     """

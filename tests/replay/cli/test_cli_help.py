@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from replay.cli.app import app
 
 runner = CliRunner()
-COMMANDS = ("run", "verify", "record", "diff", "show", "serve", "coverage", "scrub", "demo")
+COMMANDS = ("run", "verify", "record", "diff", "show", "serve", "proxy", "coverage", "scrub", "demo")
 
 
 def test_replay_help_lists_every_command_and_a_first_session() -> None:
@@ -49,6 +49,7 @@ USAGE = {
     "diff": "Usage: replay diff [OPTIONS] BEFORE AFTER",
     "show": "Usage: replay show [OPTIONS] BUNDLE_OR_TRACE",
     "serve": "Usage: replay serve [OPTIONS]",
+    "proxy": "Usage: replay proxy [OPTIONS]",
     "coverage": "Usage: replay coverage [OPTIONS] [FOLDER...]",
     "scrub": "Usage: replay scrub [OPTIONS] PATH...",
     "demo": "Usage: replay demo [OPTIONS]",
@@ -70,6 +71,7 @@ OPTIONS = {
     "diff": [r"\bBEFORE\s+The 'before' side", r"\bAFTER\s+The 'after' side"],
     "show": [r"BUNDLE_OR_TRACE\s+A bundle folder", r"--format\s+-f\s+FORMAT"],
     "serve": [r"--scenario\s+FILE", r"--host\s+HOST", r"--port\s+PORT"],
+    "proxy": [r"--cassette\s+FILE", r"--record-mode\s+MODE", r"--upstream\s+URL", r"--port\s+PORT"],
     "coverage": [r"FOLDER\.\.\.\s+Folders", r"--json\s+Print"],
     "scrub": [r"PATH\.\.\.\s+Bundles", r"--check\s+Only"],
     "demo": [r"--scenario-dir\s+FOLDER", r"\(the bundled demo\)"],
