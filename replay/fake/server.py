@@ -87,12 +87,18 @@ class FakeModelServer(HttpServer):
         else:
             note = self._restart_if_new_conversation(request)
             answer = self._answer(request)
-        await _send(response, answer)
         if self.on_request is not None:
-            elapsed = (time.monotonic() - started) * 1000
-            played = f"turn {self.fake_model.turns_played}/{len(self.fake_model.scenario.turns)}"
-            tail = f" ({note})" if note else ""
-            self.on_request(f"{request.method} {request.path} {answer.status} {elapsed:.0f} ms {played}{tail}")
+            on_request = self.on_request
+
+            def log_request() -> None:
+                # Before the answer's last bytes go out: a client that has its answer finds the line.
+                elapsed = (time.monotonic() - started) * 1000
+                played = f"turn {self.fake_model.turns_played}/{len(self.fake_model.scenario.turns)}"
+                tail = f" ({note})" if note else ""
+                on_request(f"{request.method} {request.path} {answer.status} {elapsed:.0f} ms {played}{tail}")
+
+            response.before_complete = log_request
+        await _send(response, answer)
 
     def bad_request_response(self, bad: BadRequest) -> tuple[list[tuple[str, str]], bytes]:
         error_type = _BAD_REQUEST_TYPES.get(bad.status, ErrorType.INVALID_REQUEST_ERROR)

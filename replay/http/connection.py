@@ -15,7 +15,7 @@ framing headers), each `write` is flushed as one chunk, `end` sends the terminat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Final
@@ -171,6 +171,10 @@ class ResponseWriter:
         """The status sent, once `start` has sent the head."""
         self.finished = False
         self.dropped = False
+        self.before_complete: Callable[[], None] | None = None
+        """Called once, just before the bytes that complete the response (or cut it) are sent:
+        what a handler does here has happened before its client can see the whole answer."""
+        self._remaining: int | None = None
 
     @property
     def started(self) -> bool:
@@ -201,16 +205,24 @@ class ResponseWriter:
             )
         except (UnicodeEncodeError, h11.LocalProtocolError) as exc:
             raise UnsendableResponse(f"the response head cannot be sent over HTTP/1.1 ({exc}): {fields!r}") from None
-        await self._send(event)
         self.status = status
+        self._remaining = 0 if status in (204, 304) or self._head_only else length
+        if self._remaining == 0:
+            self._completing()
+        await self._send(event)
 
     async def write(self, chunk: bytes) -> None:
         """Send ``chunk`` as one chunk of the body and flush it (an empty chunk sends nothing)."""
         if chunk and not self._head_only:
+            if self._remaining is not None:
+                self._remaining -= len(chunk)
+                if self._remaining <= 0:
+                    self._completing()
             await self._send(h11.Data(data=chunk))
 
     async def end(self) -> None:
         """End the body (the terminating zero-length chunk for a chunked one)."""
+        self._completing()
         await self._send(h11.EndOfMessage())
         self.finished = True
 
@@ -218,8 +230,14 @@ class ResponseWriter:
         """Close the connection without ending the body: the client sees an incomplete body (or,
         before `start`, no response at all)."""
         self.dropped = True
+        self._completing()
         await self._writer.drain()
         self._writer.transport.close()
+
+    def _completing(self) -> None:
+        hook, self.before_complete = self.before_complete, None
+        if hook is not None:
+            hook()
 
     async def send(
         self, status: int, headers: Iterable[tuple[str, str]], body: bytes, *, reason: str | None = None

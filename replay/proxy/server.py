@@ -153,6 +153,24 @@ class CassetteProxy(HttpServer):
         started = time.monotonic()
         key = fingerprint(request.method, request.path, parse_body(scrub_bytes(request.body)))
         outcome = ProxyOutcome.RECORDED
+
+        def log_request() -> None:
+            # Called just before the response's last bytes go out, so a client that has read
+            # its whole answer finds the request in `requests` and in the log, never a moment later.
+            entry = ProxyRequest(
+                fingerprint=key,
+                method=request.method,
+                path=request.path,
+                outcome=outcome,
+                status=response.status or 0,
+                milliseconds=(time.monotonic() - started) * 1000,
+            )
+            self.requests.append(entry)
+            logger.info("%s", entry.line())
+            if self.on_log is not None:
+                self.on_log(entry.line())
+
+        response.before_complete = log_request
         try:
             if self.player is not None:
                 try:
@@ -168,18 +186,9 @@ class CassetteProxy(HttpServer):
                     return
             await self._forward(request, response)
         finally:
-            entry = ProxyRequest(
-                fingerprint=key,
-                method=request.method,
-                path=request.path,
-                outcome=outcome,
-                status=response.status or 0,
-                milliseconds=(time.monotonic() - started) * 1000,
-            )
-            self.requests.append(entry)
-            logger.info("%s", entry.line())
-            if self.on_log is not None:
-                self.on_log(entry.line())
+            if response.before_complete is log_request:  # the response never completed: logged now
+                response.before_complete = None
+                log_request()
 
     async def _answer_miss(self, response: ResponseWriter, diagnosis: str) -> None:
         message = diagnosis.replace(RERECORD_HINT, _PROXY_HINT) if RERECORD_HINT in diagnosis else diagnosis

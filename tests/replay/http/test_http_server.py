@@ -182,3 +182,42 @@ def test_bad_request_is_what_a_subclass_refuses_with() -> None:
     refusal = HttpServer().bad_request_response(BadRequest("no", status=413))
 
     assert refusal == ([("content-type", "text/plain; charset=utf-8")], b"no\n")
+
+
+async def _whole(response: ResponseWriter) -> None:
+    await response.send(200, [], b"hello")
+
+
+async def _streamed(response: ResponseWriter) -> None:
+    await response.start(200, [("content-type", "text/event-stream")])
+    await response.write(b"one")
+    await response.write(b"two")
+    await response.end()
+
+
+async def _cut(response: ResponseWriter) -> None:
+    await response.start(200, [("content-type", "text/event-stream")])
+    await response.write(b"one")
+    await response.drop()
+
+
+async def _empty(response: ResponseWriter) -> None:
+    await response.send(204, [], b"")
+
+
+@pytest.mark.parametrize("answer", [_whole, _streamed, _cut, _empty], ids=["length", "chunked", "dropped", "no-body"])
+def test_before_complete_runs_once_before_the_last_bytes_of_the_answer(
+    serve: Callable[[Handler], Server], answer: Callable[[ResponseWriter], Awaitable[None]]
+) -> None:
+    # What a handler does there (a proxy logging the request) has happened before the client
+    # can have read the whole answer: the hook sees the answer unfinished, and runs once.
+    seen: list[tuple[bool, bool]] = []
+
+    async def handler(request: Request, response: ResponseWriter) -> None:
+        response.before_complete = lambda: seen.append((response.finished, response.dropped))
+        await answer(response)
+
+    server = serve(handler)
+    exchange(server, b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+
+    assert seen == [(False, answer is _cut)]
