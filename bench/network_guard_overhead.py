@@ -29,7 +29,7 @@ _CHILD = """
 import asyncio, json, sys, time
 from collections import Counter
 from pathlib import Path
-from replay.pytest_plugin.network_guard import NetworkGuard
+from replay.network_guard import NetworkGuard
 from replay.session.bundle import load_bundle
 from replay.session.session_run import replay_bundle
 
@@ -57,7 +57,7 @@ def replay_in_child(mode: str, bundle: Path) -> dict[str, float]:
 
 def hook_cost_ns(calls: int = 1_000_000) -> float:
     """The guard's hook on an event it does not watch (nearly all of them), per call."""
-    from replay.pytest_plugin import network_guard
+    from replay import network_guard
 
     network_guard._installed.append(network_guard.NetworkGuard())  # so the hook takes its full path
     try:

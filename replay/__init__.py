@@ -81,7 +81,7 @@ _EXPORTS: dict[str, str] = {
     "Usage": "replay.fake",
     "load_scenario": "replay.fake",
     "scenario_to_document": "replay.fake",
-    "NetworkGuard": "replay.pytest_plugin",
+    "NetworkGuard": "replay.network_guard",
     "Bundle": "replay.session",
     "BundleError": "replay.session",
     "CoverageReport": "replay.session",

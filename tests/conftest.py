@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from replay.pytest_plugin.network_guard import NetworkGuard
+from replay.network_guard import NetworkGuard
 
 # The plugin's tests run small projects in a pytest subprocess; pytest takes plugins only from the
 # top-level conftest.

@@ -11,10 +11,11 @@ import pytest
 
 import replay
 
-# The subpackages whose whole ``__all__`` is the library's public surface. The pytest plugin
-# contributes one name (NetworkGuard); cli, storage, redact and schema are internal layers.
+# The subpackages whose whole ``__all__`` is the library's public surface, and the foundation
+# module of the network guard (usable without pytest); cli, storage, redact, schema, http and
+# proxy are internal layers.
 LIBRARY_SUBPACKAGES = ("replay.cassette", "replay.fake", "replay.trace", "replay.session")
-PLUGIN_EXPORTS = {"NetworkGuard"}
+GUARD_EXPORTS = {"NetworkGuard"}
 
 
 def _subpackage_names() -> dict[str, str]:
@@ -27,7 +28,7 @@ def _subpackage_names() -> dict[str, str]:
 
 
 def test_replays_table_is_exactly_the_subpackages_public_names() -> None:
-    expected = {**_subpackage_names(), **dict.fromkeys(PLUGIN_EXPORTS, "replay.pytest_plugin")}
+    expected = {**_subpackage_names(), **dict.fromkeys(GUARD_EXPORTS, "replay.network_guard")}
     assert replay._EXPORTS == expected
     assert replay.__all__ == sorted(expected)
 
@@ -56,4 +57,19 @@ def test_importing_replay_or_a_subpackage_loads_nothing_else() -> None:
         " or (m.startswith('replay.') and m.count('.') > 1)))"
     )
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_library_works_without_the_test_extras() -> None:
+    # `pip install -e .` has no pytest, syrupy or respx: every public name but the syrupy
+    # extension must import without them (a fresh interpreter where importing them fails).
+    program = (
+        "import sys\n"
+        "for name in ('pytest', 'syrupy', 'respx', '_pytest'): sys.modules[name] = None\n"
+        "import replay\n"
+        "missing = [n for n in replay.__all__ if n != 'TraceSnapshotExtension' and getattr(replay, n) is None]\n"
+        "print(missing)"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

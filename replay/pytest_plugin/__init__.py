@@ -24,7 +24,7 @@ recording. So the plugin runs under ``pytest -n auto``. The guide is docs/pytest
 Its parts: the options, the marker and where a name points (`options`), how the test went, for
 the checks at teardown (`outcome`), SDK clients served from a cassette (`sdk_clients`),
 ``replay_engine`` (`cassette_engine`), ``replay_bundle`` (`bundle_replay`), ``replay_proxy``
-(`proxy_fixture`) and the guard against the network (`network_guard`). pytest registers the
+(`proxy_fixture`) and the guard against the network (``replay.network_guard``). pytest registers the
 hooks and fixtures it finds as attributes of this module, so each is imported here.
 """
 
@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from replay.network_guard import NetworkGuard
+
 # This module is loaded by every pytest run where agent-replay is installed, and before any
 # test asks for it: the engine, the SDK and vcrpy are imported only when a fixture is used
 # (they take seconds to load, in each xdist worker, and vcrpy imports httpx, which an early
@@ -43,7 +45,6 @@ from replay.pytest_plugin.bundle_replay import ReplayedBundle
 from replay.pytest_plugin.bundle_replay import replay_bundle as replay_bundle
 from replay.pytest_plugin.cassette_engine import CassetteEngine
 from replay.pytest_plugin.cassette_engine import replay_engine as replay_engine
-from replay.pytest_plugin.network_guard import NetworkGuard
 from replay.pytest_plugin.options import MARKER, CassetteLocation, MarkerArguments, PluginOptions, locate_cassette
 from replay.pytest_plugin.options import pytest_addoption as pytest_addoption
 from replay.pytest_plugin.options import pytest_configure as pytest_configure

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from replay.pytest_plugin.network_guard import NetworkGuard
+from replay.network_guard import NetworkGuard
 from replay.pytest_plugin.options import (
     BUNDLE_RECORD_HINT,
     MARKER,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from replay.loopback import is_loopback
-from replay.pytest_plugin.network_guard import NetworkGuard
+from replay.network_guard import NetworkGuard
 from replay.pytest_plugin.options import (
     RECORD_HINT,
     CassetteLocation,

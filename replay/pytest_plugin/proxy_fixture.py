@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from replay.loopback import is_loopback
-from replay.pytest_plugin.network_guard import NetworkGuard
+from replay.network_guard import NetworkGuard
 from replay.pytest_plugin.options import (
     RECORD_HINT,
     MarkerArguments,

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from replay.pytest_plugin.network_guard import NetworkAccess, NetworkGuard
+from replay.network_guard import NetworkAccess, NetworkGuard
 
 REMOTE = ("192.0.2.1", 80)
 UDP_REMOTE = ("192.0.2.1", 9)
@@ -202,7 +202,7 @@ def test_in_a_fresh_interpreter_uninstall_lets_connections_through_again() -> No
     # so the "let through" half touches no network; without a route it fails with its own OSError.
     program = f"""
 import socket
-from replay.pytest_plugin.network_guard import NetworkGuard
+from replay.network_guard import NetworkGuard
 
 guard = NetworkGuard()
 guard.install()

@@ -8,6 +8,8 @@ every ``connect``/``connect_ex``, ``sendto``, ``sendmsg`` and name lookup, howev
 was reached: ``socket.socket``, its C base class ``_socket.socket`` (whose methods cannot be
 patched), asyncio, any thread. Subprocesses are beyond it: they get proxy variables that point
 nowhere instead (``engine.process.ToolEnvironment``).
+
+A foundation module, like ``replay.loopback``: usable without pytest (``replay.NetworkGuard``).
 """
 
 from __future__ import annotations
