@@ -10,6 +10,7 @@ and says how to refuse a malformed one (`bad_request_response`).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import ipaddress
@@ -39,7 +40,7 @@ class _Phase(Enum):
     STOPPED = "stopped"
 
 
-class HttpServer:
+class HttpServer(abc.ABC):
     """Serves `handle` over HTTP/1.1: in a background thread (`start`) or in the current loop."""
 
     label = "The HTTP server"
@@ -62,9 +63,9 @@ class HttpServer:
 
     # --- what a subclass provides ----------------------------------------------------------------
 
+    @abc.abstractmethod
     async def handle(self, request: Request, response: ResponseWriter) -> None:
         """Answer one request through ``response`` (start, write, end — or drop)."""
-        raise NotImplementedError
 
     def bad_request_response(self, bad: BadRequest) -> tuple[list[tuple[str, str]], bytes]:
         """The headers and body refusing a malformed request (the status is ``bad.status``)."""

@@ -179,7 +179,7 @@ def test_an_unsendable_head_raises_before_anything_is_sent(serve: Callable[[Hand
 
 
 def test_bad_request_is_what_a_subclass_refuses_with() -> None:
-    refusal = HttpServer().bad_request_response(BadRequest("no", status=413))
+    refusal = Server(echo).bad_request_response(BadRequest("no", status=413))
 
     assert refusal == ([("content-type", "text/plain; charset=utf-8")], b"no\n")
 
