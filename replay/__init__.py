@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "FaultKind": "replay.fake",
     "HttpError": "replay.fake",
     "MalformedEvent": "replay.fake",
+    "ResetConnection": "replay.fake",
     "ReceivedRequest": "replay.fake",
     "RedactedThinkingBlock": "replay.fake",
     "SCENARIO_VERSION": "replay.fake",

@@ -33,6 +33,7 @@ from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
 from replay.cassette.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
 from replay.cassette.transport import (
+    CONNECTION_FAILED_MESSAGE,
     CassetteMismatchError,
     CassettePlayer,
     CassetteTransport,
@@ -296,7 +297,8 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         except httpx2.TransportError as exc:
             if capture.status is None:
                 self._record_fault(request, body, capture, {"kind": "connection_failed"})
-                raise
+                # The live session sees exactly what its replay will: the cassette keeps no error text.
+                raise httpx2.ConnectError(CONNECTION_FAILED_MESSAGE, request=request) from exc
             events = parse_sse(bytes(capture.body)) if _is_event_stream(capture.headers) else None
             if events is not None:
                 fault = {"kind": "dropped_connection", "after_events": len(events)}

@@ -30,6 +30,7 @@ from replay.cassette.jsondiff import differing_paths
 from replay.cassette.scrub import scrub_bytes
 
 __all__ = [
+    "CONNECTION_FAILED_MESSAGE",
     "DROPPED_CONNECTION_MESSAGE",
     "RERECORD_HINT",
     "CassetteMismatchError",
@@ -42,6 +43,8 @@ __all__ = [
     "request_path",
 ]
 
+# A recorded connection failure keeps no error text; its replay (and its recording) says this.
+CONNECTION_FAILED_MESSAGE = "Recorded connection failure: the request never got a response."
 DROPPED_CONNECTION_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
 RERECORD_HINT = (
     'To re-record, run the session again with record mode "new_episodes" (keeps what matches and records the '
@@ -276,7 +279,7 @@ def replay_response(interaction: Interaction, request: httpx2.Request, *, sync: 
     response = interaction.response
     fault = response.fault
     if fault is not None and fault.kind is FaultKind.CONNECTION_FAILED:
-        raise httpx2.ConnectError("Recorded connection failure: the request never got a response.", request=request)
+        raise httpx2.ConnectError(CONNECTION_FAILED_MESSAGE, request=request)
     headers = [(name, value) for name, value in response.headers.items() if name.lower() != "content-length"]
     stream: httpx2.SyncByteStream | httpx2.AsyncByteStream = (
         _SyncReplayStream(response, request) if sync else _AsyncReplayStream(response, request)

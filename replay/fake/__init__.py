@@ -37,6 +37,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "FaultKind": "faults",
         "HttpError": "faults",
         "MalformedEvent": "faults",
+        "ResetConnection": "faults",
         "StreamError": "faults",
         "TurnOrFault": "faults",
         "SCENARIO_VERSION": "scenario",

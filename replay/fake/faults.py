@@ -1,5 +1,6 @@
 """The faults a scenario turn can inject instead of an answer: an HTTP error, a stream that
-breaks with an error event, drops, or sends an event that is not JSON."""
+breaks with an error event, drops, or sends an event that is not JSON, and a connection reset
+before any byte of the response."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ __all__ = [
     "FaultKind",
     "HttpError",
     "MalformedEvent",
+    "ResetConnection",
     "StreamError",
     "TurnOrFault",
     "check_fault_reach",
@@ -44,6 +46,7 @@ class FaultKind(StrEnum):
     STREAM_ERROR = "stream_error"
     DROP_CONNECTION = "drop_connection"
     MALFORMED_EVENT = "malformed_event"
+    RESET_CONNECTION = "reset_connection"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +105,13 @@ class MalformedEvent:
         check_after_events(self.after_events)
 
 
-Fault = HttpError | StreamError | DropConnection | MalformedEvent
+@dataclass(frozen=True, kw_only=True)
+class ResetConnection:
+    """The connection is reset before any byte of the response: the request gets no answer at
+    all (no status, no headers), as when a server or a middlebox refuses it."""
+
+
+Fault = HttpError | StreamError | DropConnection | MalformedEvent | ResetConnection
 TurnOrFault = Turn | Fault
 
 

@@ -23,7 +23,7 @@ from typing import Any, Final, assert_never
 import httpx2
 
 from replay.fake.blocks import ToolUseBlock, Turn
-from replay.fake.faults import DropConnection, ErrorType, HttpError, MalformedEvent, StreamError
+from replay.fake.faults import DropConnection, ErrorType, HttpError, MalformedEvent, ResetConnection, StreamError
 from replay.fake.scenario import Scenario
 from replay.fake.sse import (
     SseEvent,
@@ -34,6 +34,7 @@ from replay.fake.sse import (
 )
 
 __all__ = [
+    "CONNECTION_RESET_MESSAGE",
     "DEFAULT_MODEL",
     "DROPPED_CONNECTION_MESSAGE",
     "FakeModel",
@@ -53,6 +54,8 @@ JSON_CONTENT_TYPE: Final = "application/json"
 DROPPED_CONNECTION_MESSAGE: Final = (
     "peer closed connection without sending complete message body (incomplete chunked read)"
 )
+# A reset reaches httpcore as a ReadError with no words of its own; in-process it says what happened.
+CONNECTION_RESET_MESSAGE: Final = "Connection reset by peer before any byte of the response."
 _LAST_USER_TEXT_LIMIT: Final = 200
 
 
@@ -73,12 +76,14 @@ class ScenarioExhaustedError(FakeModelError):
 
 @dataclass(frozen=True, kw_only=True)
 class FakeResponse:
-    """A framework-free response: for SSE one event per chunk; `drop_after` drops the connection after the chunks."""
+    """A framework-free response: for SSE one event per chunk; `drop_after` drops the connection
+    after the chunks; `reset` resets it before any byte (status and headers are not sent)."""
 
     status: int
     headers: list[tuple[str, str]]
     chunks: list[bytes] = field(default_factory=list)
     drop_after: bool = False
+    reset: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,6 +202,8 @@ class FakeModel:
                     return FakeResponse(status=200, headers=_headers(JSON_CONTENT_TYPE, request_id), drop_after=True)
                 chunks = render.event_chunks(Turn(content=content))[:after]
                 return _sse_response(chunks, request_id=request_id, drop_after=True)
+            case ResetConnection():
+                return FakeResponse(status=0, headers=[], reset=True)
             case Turn():
                 if streaming:
                     return _sse_response(render.event_chunks(turn), request_id=request_id)
@@ -257,6 +264,8 @@ class FakeModelTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         answer = self.fake_model.respond(request.method, request.url.raw_path.decode("ascii"), request.headers, body)
+        if answer.reset:
+            raise httpx2.ReadError(CONNECTION_RESET_MESSAGE, request=request)
         return httpx2.Response(answer.status, headers=answer.headers, stream=_AsyncChunks(answer), request=request)
 
 
@@ -269,6 +278,8 @@ class SyncFakeModelTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         body = request.read()
         answer = self.fake_model.respond(request.method, request.url.raw_path.decode("ascii"), request.headers, body)
+        if answer.reset:
+            raise httpx2.ReadError(CONNECTION_RESET_MESSAGE, request=request)
         return httpx2.Response(answer.status, headers=answer.headers, stream=_SyncChunks(answer), request=request)
 
 

@@ -37,6 +37,7 @@ from replay.fake.faults import (
     FaultKind,
     HttpError,
     MalformedEvent,
+    ResetConnection,
     StreamError,
     TurnOrFault,
     check_fault_reach,
@@ -124,6 +125,7 @@ _FAULT_KEYS: Final[Mapping[FaultKind, tuple[str, ...]]] = {
     FaultKind.STREAM_ERROR: ("fault", "after_events", "error_type", "message", "content"),
     FaultKind.DROP_CONNECTION: ("fault", "after_events", "content"),
     FaultKind.MALFORMED_EVENT: ("fault", "after_events", "content"),
+    FaultKind.RESET_CONNECTION: ("fault",),
 }
 
 
@@ -187,6 +189,8 @@ def _parse_fault(raw: Mapping[str, Any]) -> Fault:
             message=_str(raw, "message"),
             headers=_parse_headers(raw.get("headers", {})),
         )
+    if kind is FaultKind.RESET_CONNECTION:
+        return ResetConnection()
     content = _parse_content(raw.get("content", []))
     after_events = _int(raw, "after_events")
     if kind is FaultKind.STREAM_ERROR:

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from replay.fake.blocks import Block, TextBlock, ThinkingBlock, ToolUseBlock, Turn
-from replay.fake.faults import HttpError, MalformedEvent, StreamError, TurnOrFault
+from replay.fake.faults import FaultKind, HttpError, MalformedEvent, ResetConnection, StreamError, TurnOrFault
 from replay.fake.scenario import SCENARIO_VERSION, Scenario
 
 __all__ = ["scenario_to_document"]
@@ -49,6 +49,8 @@ def _turn_document(turn: TurnOrFault) -> dict[str, Any]:
         if turn.headers:
             item["headers"] = dict(turn.headers)
         return item
+    if isinstance(turn, ResetConnection):
+        return {"fault": FaultKind.RESET_CONNECTION.value}
     if isinstance(turn, StreamError):
         return {
             "fault": "stream_error",

@@ -3,13 +3,15 @@
 `FakeModelServer` is an `HttpServer` (``replay.http``: binding, the background thread or the
 current loop, keep-alive, reading requests and framing answers on ``h11``) that answers from a
 `FakeModel`: the API-key check, JSON with Content-Length, SSE with ``Transfer-Encoding:
-chunked`` one chunk per event, and a scripted dropped connection, which closes the socket
-without the terminating zero-length chunk so the client sees a real incomplete body.
+chunked`` one chunk per event, a scripted dropped connection, which closes the socket
+without the terminating zero-length chunk so the client sees a real incomplete body, and a
+scripted reset, a TCP reset before any byte of the response.
 
 ``POST /reset`` starts the scenario again; with ``restart_per_conversation=True`` so does every
-request that starts a new conversation (its ``messages`` hold no assistant turn) after a
-complete answer, so one server serves an agent run after run (``replay serve``). A retry after
-a scripted fault is not a new conversation: the fault's retry gets the next turn.
+request that starts a new conversation (its ``messages`` hold no assistant turn, and do not
+open with a compaction's summary) after a complete answer, so one server serves an agent run
+after run (``replay serve``). A retry after a scripted fault is not a new conversation: the
+fault's retry gets the next turn; nor is the history a compaction leaves behind.
 
     with FakeModelServer(FakeModel(load_scenario("scenario.yaml"))) as server:
         client = anthropic.Anthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0)
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
+from engine.compact import SUMMARY_PREAMBLE
 from replay.fake.faults import ErrorType
 from replay.fake.model import FakeModel, FakeResponse, ScenarioExhaustedError
 from replay.fake.sse import error_body
@@ -95,7 +98,8 @@ class FakeModelServer(HttpServer):
                 elapsed = (time.monotonic() - started) * 1000
                 played = f"turn {self.fake_model.turns_played}/{len(self.fake_model.scenario.turns)}"
                 tail = f" ({note})" if note else ""
-                on_request(f"{request.method} {request.path} {answer.status} {elapsed:.0f} ms {played}{tail}")
+                status = "reset" if answer.reset else answer.status
+                on_request(f"{request.method} {request.path} {status} {elapsed:.0f} ms {played}{tail}")
 
             response.before_complete = log_request
         await _send(response, answer)
@@ -137,7 +141,11 @@ class FakeModelServer(HttpServer):
 
 
 async def _send(response: ResponseWriter, answer: FakeResponse) -> None:
-    """One chunk per SSE event, flushed as it goes; a scripted drop cuts the body."""
+    """One chunk per SSE event, flushed as it goes; a scripted drop cuts the body; a scripted
+    reset sends nothing."""
+    if answer.reset:
+        await response.reset()
+        return
     streamed = answer.drop_after or _is_event_stream(answer.headers)
     body = b"".join(answer.chunks)
     try:
@@ -170,7 +178,19 @@ def _starts_a_conversation(body: bytes) -> bool:
     messages = request.get("messages") if isinstance(request, dict) else None
     if not isinstance(messages, list):
         return False
-    return not any(isinstance(message, dict) and message.get("role") == "assistant" for message in messages)
+    if any(isinstance(message, dict) and message.get("role") == "assistant" for message in messages):
+        return False
+    # After a compaction the history is the summary (and what follows): the same conversation.
+    return not (messages and _first_text(messages[0]).startswith(SUMMARY_PREAMBLE))
+
+
+def _first_text(message: object) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    first = content[0] if isinstance(content, list) and content else None
+    text = first.get("text") if isinstance(first, dict) else None
+    return text if isinstance(text, str) else ""
 
 
 def _auth_style(headers: Mapping[str, str]) -> AuthStyle:

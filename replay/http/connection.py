@@ -9,12 +9,15 @@ bytes or with more than `MAX_HEADERS` headers, a body over `MAX_BODY` bytes, or 
 
 A response is written through a `ResponseWriter`: `start` sends the head (the writer owns the
 framing headers), each `write` is flushed as one chunk, `end` sends the terminating chunk, and
-`drop` closes the connection without it, so the client sees a real incomplete body.
+`drop` closes the connection without it, so the client sees a real incomplete body; `reset`,
+before any byte of a response, aborts the connection with a TCP reset.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -233,6 +236,20 @@ class ResponseWriter:
         self._completing()
         await self._writer.drain()
         self._writer.transport.close()
+
+    async def reset(self) -> None:
+        """Abort the connection with a TCP reset (RST) before any byte of a response: the client's
+        read fails with "connection reset by peer", as when a server or a middlebox refuses the
+        request."""
+        if self.started:
+            raise RuntimeError("The response head was already sent; a reset must come before it.")
+        self.dropped = True
+        self._completing()
+        sock = self._writer.get_extra_info("socket")
+        if sock is not None:
+            # A zero linger time makes close() send RST instead of FIN.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self._writer.transport.abort()
 
     def _completing(self) -> None:
         hook, self.before_complete = self.before_complete, None

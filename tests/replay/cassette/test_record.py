@@ -11,6 +11,7 @@ import vcr
 
 from engine import AnthropicModel, EngineSettings, ModelRequest, QueryDeps, QueryEngine
 from replay.cassette import load_cassette
+from replay.cassette.interaction import FaultKind, RecordedFault
 from replay.cassette.record import (
     CassetteNotFoundError,
     CassetteRecorder,
@@ -18,7 +19,12 @@ from replay.cassette.record import (
     RecordModeError,
     parse_record_mode,
 )
-from replay.cassette.transport import CassetteMismatchError, CassettePlayer, CassetteTransport
+from replay.cassette.transport import (
+    CONNECTION_FAILED_MESSAGE,
+    CassetteMismatchError,
+    CassettePlayer,
+    CassetteTransport,
+)
 from replay.fake.model import FakeModel
 from replay.fake.scenario import Scenario
 from replay.fake.server import FakeModelServer
@@ -87,6 +93,29 @@ async def test_all_records_everything_anew(tmp_path: Path) -> None:
             await ask(recorder, server.url, "hi")
     (interaction,) = load_cassette(path).interactions
     assert "new" in str(interaction.response.body)
+
+
+async def test_a_connection_reset_before_any_response_is_recorded_as_connection_failed_and_replays_as_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.yaml"
+    turns = Scenario.from_list([{"fault": "reset_connection"}, {"content": [{"text": "retried"}]}])
+    with FakeModelServer(FakeModel(turns)) as server, CassetteRecorder(path, mode="all") as recorder:
+        with pytest.raises(anthropic.APIConnectionError) as live:
+            await ask(recorder, server.url, "hi")
+        assert await ask(recorder, server.url, "hi") == "retried"
+    failed, answered = load_cassette(path).interactions
+    with CassetteRecorder(path, mode="none") as recorder:
+        with pytest.raises(anthropic.APIConnectionError) as replayed:
+            await ask(recorder, None, "hi")
+        assert await ask(recorder, None, "hi") == "retried"
+
+    assert (failed.response.status, failed.response.fault) == (0, RecordedFault(kind=FaultKind.CONNECTION_FAILED))
+    assert answered.response.status == 200
+    # The live session saw exactly the error its replays see.
+    assert (
+        repr(live.value.__cause__) == repr(replayed.value.__cause__) == f"ConnectError({CONNECTION_FAILED_MESSAGE!r})"
+    )
 
 
 async def test_count_tokens_calls_are_recorded_like_any_other(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from replay.fake.blocks import StopReason, TextBlock, ToolUseBlock, Turn, Usage
 from replay.fake.model import (
+    CONNECTION_RESET_MESSAGE,
     DROPPED_CONNECTION_MESSAGE,
     FakeModel,
     FakeModelError,
@@ -310,6 +311,31 @@ async def test_a_dropped_connection_without_streaming_is_a_connection_error(asyn
         await client.messages.create(model=MODEL, max_tokens=16, messages=HELLO)
 
     assert isinstance(caught.value.__cause__, httpx2.RemoteProtocolError)
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "not streamed"])
+async def test_a_reset_connection_fails_the_request_before_any_response_and_the_retry_gets_the_next_turn(
+    async_client_for: AsyncClientFor, streaming: bool
+) -> None:
+    fake_model = fake({"fault": "reset_connection"}, {"content": [{"text": "answered on the retry"}]})
+    client = async_client_for(fake_model)
+
+    with pytest.raises(anthropic.APIConnectionError) as caught:
+        await client.messages.create(model=MODEL, max_tokens=16, messages=HELLO, stream=streaming)
+    retried = await client.messages.create(model=MODEL, max_tokens=16, messages=HELLO)
+
+    assert isinstance(caught.value.__cause__, httpx2.ReadError)
+    assert str(caught.value.__cause__) == CONNECTION_RESET_MESSAGE
+    assert (retried.content[0].text, retried.id) == ("answered on the retry", "msg_fake_0002")
+
+
+def test_a_reset_connection_reaches_the_sync_sdk_as_a_connection_error(sync_client_for: SyncClientFor) -> None:
+    client = sync_client_for(fake({"fault": "reset_connection"}))
+
+    with pytest.raises(anthropic.APIConnectionError) as caught:
+        client.messages.create(model=MODEL, max_tokens=16, messages=HELLO)
+
+    assert isinstance(caught.value.__cause__, httpx2.ReadError)
 
 
 # --- count_tokens, other paths, bad bodies ---------------------------------------------------

@@ -150,7 +150,8 @@ TURNS = "version: 1\nturns:\n"
 MALFORMED = {
     "unknown fault": (
         TURNS + "  - content: [{text: a}]\n  - content: [{text: b}]\n  - {fault: dropp, after_events: 1}\n",
-        "turn 3: unknown fault 'dropp'; expected one of http_error, stream_error, drop_connection, malformed_event.",
+        "turn 3: unknown fault 'dropp'; expected one of http_error, stream_error, drop_connection, "
+        "malformed_event, reset_connection.",
     ),
     "unknown turn key": (
         TURNS + "  - content: [{text: a}]\n    stop_reasn: end_turn\n",

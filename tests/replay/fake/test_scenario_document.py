@@ -36,6 +36,8 @@ EVERY_KIND = [
         "content": [{"text": "partial"}],
     },
     {"fault": "drop_connection", "after_events": 2, "content": [{"text": "partial"}]},
+    {"fault": "malformed_event", "after_events": 1, "content": [{"text": "partial"}]},
+    {"fault": "reset_connection"},
 ]
 
 

@@ -18,6 +18,7 @@ import anthropic
 import httpx2
 import pytest
 
+from engine.compact import SUMMARY_PREAMBLE
 from replay.fake.model import DROPPED_CONNECTION_MESSAGE, FakeModel, FakeResponse
 from replay.fake.scenario import Scenario
 from replay.fake.server import AuthStyle, FakeModelServer
@@ -261,6 +262,36 @@ async def test_a_dropped_connection_on_a_non_streamed_request_is_a_connection_er
             await client.messages.create(**REQUEST)
 
     assert isinstance(caught.value.__cause__, httpx2.RemoteProtocolError)
+
+
+def test_a_reset_connection_is_a_tcp_reset_before_any_response_byte(serve: Serve) -> None:
+    server = serve(fake({"fault": "reset_connection"}))
+    body = json.dumps(REQUEST).encode()
+    head = f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\nContent-Length: {len(body)}\r\n\r\n"
+
+    with socket.create_connection(address(server), timeout=5) as connection:
+        connection.sendall(head.encode() + body)
+        with pytest.raises(ConnectionResetError):
+            connection.recv(65536)
+
+
+async def test_a_reset_connection_reaches_the_sdk_as_a_connection_error_and_the_retry_is_answered(
+    serve: Serve,
+) -> None:
+    lines: list[str] = []
+    server = serve(
+        fake({"fault": "reset_connection"}, text_turn("Answered on a new connection.")), on_request=lines.append
+    )
+
+    async with async_sdk(server) as client:
+        with pytest.raises(anthropic.APIConnectionError) as caught:
+            await client.messages.create(**REQUEST, stream=True)
+        retried = await client.messages.create(**REQUEST)
+
+    assert isinstance(caught.value.__cause__, httpx2.ReadError)
+    assert retried.content[0].text == "Answered on a new connection."
+    assert server.connections_accepted == 2
+    assert lines[0].startswith("POST /v1/messages reset ")
 
 
 async def test_an_exhausted_script_answers_500_that_clients_must_not_retry(
@@ -555,6 +586,18 @@ def test_curl_gets_server_sent_events(serve: Serve) -> None:
 
 
 # --- new conversations and POST /reset -------------------------------------------------------
+
+
+def test_a_compacted_history_continues_the_conversation_instead_of_restarting_it(serve: Serve) -> None:
+    server = serve(fake(text_turn("first"), text_turn("after the compaction")), restart_per_conversation=True)
+    summary = f"{SUMMARY_PREAMBLE}The user said hello.\n\nhello again"
+    compacted = [{"role": "user", "content": [{"type": "text", "text": summary}]}]
+
+    with sync_sdk(server) as client:
+        client.messages.create(**REQUEST)
+        answer = client.messages.create(**{**REQUEST, "messages": compacted})
+
+    assert answer.content[0].text == "after the compaction"
 
 
 def test_a_new_conversation_restarts_the_scenario_only_when_asked_and_post_reset_always(serve: Serve) -> None:
