@@ -1,6 +1,6 @@
 """How a recorded session is run beyond its prompts and engine settings: hooks (shell commands),
-permission rules, an interruption, the session clock between prompts, and the variables its
-commands (Bash, command hooks) find in their environment.
+permission rules, an interruption, the session clock between prompts, manual compactions
+between prompts, and the variables its commands (Bash, command hooks) find in their environment.
 
 They live in ``session.json`` (and in a scenario file, under ``session:``) so that re-executing
 a bundle sets the loop up exactly as when it was recorded.
@@ -20,7 +20,11 @@ from engine.tools import RulePolicy, allow_all
 __all__ = ["InterruptAt", "SessionOptions", "SessionOptionsError"]
 
 _HOOK_EVENTS = ("pre_tool_use", "post_tool_use", "stop")
-_KEYS = ("hooks", "permissions", "interrupt", "clock_advance_minutes", "env")
+_KEYS = ("hooks", "permissions", "interrupt", "clock_advance_minutes", "compact_before_prompt", "env")
+_COMPACT_SHAPE = (
+    "'compact_before_prompt' must be a prompt number from 2 up (the session compacts before that prompt) "
+    "or a list of such numbers, e.g. 2 or [2, 4]"
+)
 
 
 class SessionOptionsError(ValueError):
@@ -43,6 +47,9 @@ class SessionOptions:
     deny_tools: tuple[str, ...] = ()
     interrupt: tuple[InterruptAt, int] | None = None
     clock_advance_minutes: tuple[float, ...] = ()
+    # The prompts (numbered from 1) before which the user compacts the conversation (`/compact`):
+    # a `manual` compact boundary whose summary request goes to the model like any other.
+    compact_before_prompt: tuple[int, ...] = ()
     # Variables set for the session's commands, with their values: stored in session.json, so a
     # replay on any machine gives its commands what the recording's had (never a secret: it is
     # committed with the bundle). Passing names through from the replaying machine would not be.
@@ -87,6 +94,7 @@ class SessionOptions:
             deny_tools=deny,
             interrupt=interrupt,
             clock_advance_minutes=tuple(minutes),
+            compact_before_prompt=_prompt_numbers_from(raw.get("compact_before_prompt")),
             env=_env_from(raw.get("env")),
         )
 
@@ -100,6 +108,9 @@ class SessionOptions:
             document["interrupt"] = {"at": self.interrupt[0].value, "count": self.interrupt[1]}
         if self.clock_advance_minutes:
             document["clock_advance_minutes"] = list(self.clock_advance_minutes)
+        if self.compact_before_prompt:
+            numbers = self.compact_before_prompt
+            document["compact_before_prompt"] = numbers[0] if len(numbers) == 1 else list(numbers)
         if self.env:
             document["env"] = dict(self.env)
         return document
@@ -133,6 +144,19 @@ class SessionOptions:
             return float(self.clock_advance_minutes[prompt_index])
         return 0.0
 
+    def compacts_before(self, prompt_index: int) -> bool:
+        """Whether the user compacts the conversation before prompt ``prompt_index`` (0-based)."""
+        return prompt_index + 1 in self.compact_before_prompt
+
+    def check_prompt_count(self, count: int) -> None:
+        """``SessionOptionsError`` when an option names a prompt the session does not submit."""
+        beyond = [n for n in self.compact_before_prompt if n > count]
+        if beyond:
+            raise SessionOptionsError(
+                f"'compact_before_prompt' names prompt {beyond[0]}, but the session submits only {count} "
+                f"prompt{'' if count == 1 else 's'}"
+            )
+
     def should_interrupt(self, item: object, seen: list[int]) -> bool:
         """Whether the user interrupts on seeing ``item``; ``seen`` counts matches so far."""
         if self.interrupt is None:
@@ -146,6 +170,19 @@ class SessionOptions:
         if hit:
             seen.append(1)
         return hit and len(seen) == count
+
+
+def _prompt_numbers_from(raw: object) -> tuple[int, ...]:
+    """The ``compact_before_prompt`` option: one prompt number or a list of them, sorted."""
+    if raw is None:
+        return ()
+    numbers = raw if isinstance(raw, list) else [raw]
+    # bool is an int, but `true` is no prompt number; before prompt 1 there is nothing to compact.
+    if not numbers or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 2 for n in numbers):
+        raise SessionOptionsError(_COMPACT_SHAPE)
+    if len(set(numbers)) != len(numbers):
+        raise SessionOptionsError("'compact_before_prompt' names a prompt more than once")
+    return tuple(sorted(numbers))
 
 
 def _env_from(raw: object) -> dict[str, str]:

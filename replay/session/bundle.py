@@ -28,7 +28,7 @@ from replay.schema.documents import (
     session_options_from,
     validate_document,
 )
-from replay.schema.options import SessionOptions
+from replay.schema.options import SessionOptions, SessionOptionsError
 from replay.storage.bundle_files import (
     MAX_SESSION_BYTES,
     MAX_TRACE_BYTES,
@@ -87,6 +87,12 @@ class SessionSpec:
     options: SessionOptions = field(default_factory=SessionOptions)
     format_version: int = SESSION_FORMAT_VERSION
 
+    def __post_init__(self) -> None:
+        try:
+            self.options.check_prompt_count(len(self.prompts))
+        except SessionOptionsError as exc:
+            raise BundleError(f"The session option {exc}.") from None
+
     def to_json(self) -> str:
         settings = dataclasses.asdict(self.settings)
         document = {
@@ -139,6 +145,10 @@ class SessionSpec:
             raise BundleError(f"{source} names tools this engine does not have: {', '.join(unknown)}.")
         if not prompts:
             raise BundleError(f"{source} has no prompts to submit.")
+        try:
+            options.check_prompt_count(len(prompts))
+        except SessionOptionsError as exc:
+            raise BundleError(f"{source}: session_options: {exc}.") from None
         return cls(
             prompts=prompts,
             settings=settings,

@@ -15,7 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import AnthropicModel, ManualClock, QueryDeps, QueryEngine, QueryResult, TraceEvent, default_tools
+from engine import (
+    AnthropicModel,
+    CompactionError,
+    CompactionTier,
+    ManualClock,
+    QueryDeps,
+    QueryEngine,
+    QueryResult,
+    TraceEvent,
+    TraceKind,
+    default_tools,
+)
 from replay.cassette.record import CassetteRecorder, RecordMode
 from replay.cassette.transport import LoggedRequest
 from replay.redact.redactor import current_redactor
@@ -117,6 +128,8 @@ async def run_session(
                     minutes = spec.options.minutes_before(index)
                     if minutes and isinstance(deps.clock, ManualClock):
                         deps.clock.advance(minutes * 60)
+                    if spec.options.compacts_before(index):
+                        await _compact(engine)
                     async for item in engine.submit_message(prompt):
                         if isinstance(item, QueryResult):
                             results.append(item)
@@ -132,6 +145,16 @@ async def run_session(
         return SessionRun(
             transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed, requests=requests
         )
+
+
+async def _compact(engine: QueryEngine) -> None:
+    """The user's manual compaction between prompts; one that fails is traced as a failed
+    `manual` compaction (as the loop traces its own), and the session carries on uncompacted."""
+    try:
+        await engine.compact()
+    except CompactionError as exc:
+        data = {"tier": CompactionTier.MANUAL.value, "failed": str(exc), "summary_requests": exc.summary_requests}
+        engine.trace.append(TraceEvent(TraceKind.COMPACTION, 0, data))
 
 
 def _normalize_paths(text: str, workspace: Path, session_dir: Path) -> str:
