@@ -114,6 +114,44 @@ def test_drop_before_the_head_is_no_response_at_all(serve: Callable[[Handler], S
         httpx2.get(server.url)
 
 
+def test_reset_before_the_head_is_a_tcp_reset_and_the_server_carries_on(serve: Callable[[Handler], Server]) -> None:
+    async def reset_the_first(request: Request, response: ResponseWriter) -> None:
+        if request.path == "/reset":
+            await response.reset()
+        else:
+            await echo(request, response)
+
+    server = serve(reset_the_first)
+    parts = urlsplit(server.url)
+
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=5) as connection:
+        connection.sendall(b"GET /reset HTTP/1.1\r\nHost: x\r\n\r\n")
+        with pytest.raises(ConnectionResetError):
+            connection.recv(65536)
+    with pytest.raises(httpx2.ReadError):
+        httpx2.get(f"{server.url}/reset")
+
+    assert httpx2.get(f"{server.url}/after").text == "GET /after "
+
+
+def test_reset_after_the_head_is_refused(serve: Callable[[Handler], Server]) -> None:
+    refused: list[str] = []
+
+    async def too_late(request: Request, response: ResponseWriter) -> None:
+        await response.start(200, [("content-type", "text/plain")], length=2)
+        try:
+            await response.reset()
+        except RuntimeError as exc:
+            refused.append(str(exc))
+        await response.write(b"ok")
+        await response.end()
+
+    server = serve(too_late)
+
+    assert httpx2.get(server.url).text == "ok"
+    assert refused == ["The response head was already sent; a reset must come before it."]
+
+
 def test_keep_alive_serves_several_requests_on_one_connection(serve: Callable[[Handler], Server]) -> None:
     server = serve(echo)
 

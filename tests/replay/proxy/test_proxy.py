@@ -211,6 +211,21 @@ def test_an_upstream_that_never_answers_is_recorded_and_replayed_as_no_response(
     assert fault is not None and fault.kind == "connection_failed"
 
 
+def test_an_upstream_that_resets_the_connection_is_recorded_as_no_response(tmp_path: Path, proxy: Proxy) -> None:
+    cassette = tmp_path / "reset.yaml"
+    resetting = Scenario.from_list([{"fault": "reset_connection"}])
+
+    with FakeModelServer(FakeModel(resetting)) as upstream:
+        recording = proxy(cassette, mode="once", upstream=upstream.url)
+        with anthropic.Anthropic(api_key="sk-ant-test", base_url=recording.url, max_retries=0) as client:
+            with pytest.raises(anthropic.APIConnectionError):
+                client.messages.create(**STREAMED)
+
+    assert recording.requests[0].status == 0
+    fault = load_cassette(cassette).interactions[0].response.fault
+    assert fault is not None and fault.kind == "connection_failed"
+
+
 def test_the_cassette_is_saved_after_each_interaction_and_new_episodes_appends(
     tmp_path: Path, upstream: FakeModelServer, proxy: Proxy
 ) -> None:
