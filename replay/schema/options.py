@@ -33,8 +33,9 @@ class InterruptAt(StrEnum):
     - ``tool_use``: as the n-th assistant message with a tool_use block streams in;
     - ``tool_result``: after the n-th tool result is handed out (later tools of the batch are
       answered "Interrupted by user");
-    - ``tools_running``: when the n-th batch of tool calls has been started and none of its
-      results is handed out, so every call of the batch is answered "Interrupted by user";
+    - ``tools_running``: when the n-th batch of tool calls runs (each call started and its tool
+      called) and none of its results is handed out, so every call of the batch is answered
+      "Interrupted by user";
     - ``request``: as the n-th pass begins, before its model request is sent (the request is
       never sent; the turn ends ``aborted_streaming``).
     """
