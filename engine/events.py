@@ -18,7 +18,11 @@ class TraceKind(StrEnum):
     FALLBACK = "fallback"
     WITHHELD = "withheld"
     COMPACTION = "compaction"
+    # The response's calls grouped into batches, all listed before any result is handed out.
     TOOL_BATCH = "tool_batch"
+    # One batch has been started and none of its results is handed out yet: the instant an
+    # interrupt answers every call of the batch (``{at: tools_running}`` in a scenario).
+    TOOLS_RUNNING = "tools_running"
     TOOL_CALL = "tool_call"
     HOOK = "hook"
     TOKEN_BUDGET = "token_budget"

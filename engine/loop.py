@@ -83,6 +83,11 @@ async def query_loop(
         turn = state.turn_count
         yield RequestStart(turn)
         yield TraceEvent.pass_start(turn, state.transition, attempt=_attempt_of(state))
+        if abort.aborted:
+            # Interrupted as the pass began: its request is never sent (nor any compaction's).
+            yield UserMessage.create(deps, [{"type": "text", "text": INTERRUPT_MESSAGE}])
+            yield _end(Terminal.ABORTED_STREAMING, turn)
+            return
 
         # 1. Context shaping, cheapest first; a compaction yields its boundary.
         working = messages_after_compact_boundary(state.messages)
@@ -151,7 +156,8 @@ async def query_loop(
 
         # 6. Run the tools (already running if the executor streamed them).
         call.start_tools()
-        for batch in call.executor.batches():
+        batches = call.executor.batches()
+        for batch in batches:
             yield TraceEvent(
                 TraceKind.TOOL_BATCH,
                 turn,
@@ -162,14 +168,26 @@ async def query_loop(
                 },
             )
         runs: list[ToolRun] = []
-        async for run in call.tool_results():
-            runs.append(run)
-            yield run.message
-            yield TraceEvent(
-                TraceKind.TOOL_CALL, turn, {"id": run.tool_use_id, "name": run.tool_name, "outcome": run.outcome.value}
-            )
-            for hook_run in run.hook_runs:
-                yield TraceEvent(TraceKind.HOOK, turn, hook_run.trace_data())
+        async with aclosing(call.tool_results()) as results:
+            for number, batch in enumerate(batches, start=1):
+                if not abort.aborted:
+                    # The calls before this batch are handed out, so the executor has started
+                    # it; once its tools are called it is running, and none of its results is
+                    # handed out: an abort taken on this event answers every call of the batch.
+                    await call.executor.wait_running(batch)
+                    ids = [b["id"] for b in batch.blocks]
+                    yield TraceEvent(TraceKind.TOOLS_RUNNING, turn, {"batch": number, "ids": ids})
+                for _ in batch.blocks:
+                    run = await anext(results)
+                    runs.append(run)
+                    yield run.message
+                    yield TraceEvent(
+                        TraceKind.TOOL_CALL,
+                        turn,
+                        {"id": run.tool_use_id, "name": run.tool_name, "outcome": run.outcome.value},
+                    )
+                    for hook_run in run.hook_runs:
+                        yield TraceEvent(TraceKind.HOOK, turn, hook_run.trace_data())
 
         if abort.aborted:
             yield UserMessage.create(deps, [{"type": "text", "text": INTERRUPT_MESSAGE_FOR_TOOL_USE}])

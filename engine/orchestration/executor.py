@@ -53,6 +53,8 @@ class _Entry:
     task: asyncio.Task[None] | None = None
     # Cancels this call alone: a failing Bash cancels the siblings after it through these.
     cancel: AbortController = field(default_factory=AbortController)
+    # Set once its tool has been called, or once the call ended without getting that far.
+    started: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def _fails_its_batch(entry: _Entry, run: ToolRun) -> bool:
@@ -131,6 +133,14 @@ class StreamingToolExecutor:
         self._discarded = (reason, outcome)
         self._cancel_running()
 
+    async def wait_running(self, batch: ToolBatch) -> None:
+        """Wait until every call of ``batch`` the executor has started has called its tool (or
+        ended without it): from then on the batch is running. Calls still queued (behind the
+        concurrency limit) are not waited for; nothing here waits for a call to finish."""
+        ids = {block["id"] for block in batch.blocks}
+        started = [e.started.wait() for e in self._entries if e.block["id"] in ids and e.status is not _Status.QUEUED]
+        await asyncio.gather(*started)
+
     async def wait_closed(self) -> None:
         """Wait until every started call's task has finished (or been cancelled)."""
         tasks = [e.task for e in self._entries if e.task is not None]
@@ -179,7 +189,12 @@ class StreamingToolExecutor:
         async def run() -> None:
             try:
                 result = await run_tool_use(
-                    entry.block, entry.assistant, self._rctx, siblings=entry.cancel, check=entry.check
+                    entry.block,
+                    entry.assistant,
+                    self._rctx,
+                    siblings=entry.cancel,
+                    check=entry.check,
+                    on_call=entry.started.set,
                 )
             except asyncio.CancelledError:
                 # Stopped (its result will not be handed out) or the loop is shutting down: settle
@@ -193,6 +208,8 @@ class StreamingToolExecutor:
             self._finish(entry, result)
 
         entry.task = asyncio.get_running_loop().create_task(run())
+        # However it ends (even cancelled before it ran), ``wait_running`` stops waiting for it.
+        entry.task.add_done_callback(lambda _: entry.started.set())
 
     def _cancel_later_siblings(self, failed: _Entry) -> None:
         later = self._entries[self._entries.index(failed) + 1 :]

@@ -126,9 +126,11 @@ async def run_tool_use(
     *,
     siblings: AbortController,
     check: CallCheck | None = None,
+    on_call: Callable[[], None] | None = None,
 ) -> ToolRun:
     """One tool call through the whole pipeline: lookup, validation, hooks, permissions, the
-    call itself (abortable), size limits. Never raises: every failure is an error result."""
+    call itself (abortable), size limits. Never raises: every failure is an error result.
+    ``on_call`` is told when the tool itself is called (hooks and permission passed)."""
 
     def fail(text: str, outcome: ToolOutcome, **extra: Any) -> ToolRun:
         return ToolRun(
@@ -172,6 +174,8 @@ async def run_tool_use(
         rctx.denials.append(PermissionDenial(tool.name, block["id"], observed, reason))
         return fail(reason, ToolOutcome.PERMISSION_DENIED, **stop)
 
+    if on_call is not None:
+        on_call()
     try:
         result = await rctx.abort.run(siblings.run(tool.call(run_input, rctx.tool_ctx)))
         content, is_error = result.content, result.is_error

@@ -107,7 +107,11 @@ class InterruptDocument(_Exact):
     """When the user interrupts the session."""
 
     at: Literal[tuple(at.value for at in InterruptAt)]  # type: ignore[valid-type]
-    count: int = Field(default=1, ge=1)
+    # Which occurrence; each ``at`` has its own key (`InterruptAt.number_key`), which
+    # `SessionOptions.from_mapping` checks. Absent means 1.
+    count: int | None = Field(default=None, ge=1)
+    batch: int | None = Field(default=None, ge=1)
+    n: int | None = Field(default=None, ge=1)
 
 
 class SessionOptionsDocument(_Exact):
@@ -208,6 +212,8 @@ def _sentence(err: ValidationError, model: type[BaseModel], *, source: Path | st
         problem = "is not a known field" + _suggestion(model, first["loc"])
     elif kind == "literal_error":
         problem = f"must be one of {first['ctx']['expected']}"
+    elif kind == "greater_than_equal":
+        problem = f"must be at least {first['ctx']['ge']}"
     else:
         problem = _PROBLEMS.get(kind, _lower(first["msg"]))
     got = "" if kind == "missing" else f" (got {_short(first['input'])})"

@@ -32,11 +32,36 @@ class SessionOptionsError(ValueError):
 
 
 class InterruptAt(StrEnum):
-    """When the user interrupts: as the n-th tool_use block streams in, or after the n-th tool
-    result (while later tools still run)."""
+    """When the user interrupts, counted over the whole session (all its prompts):
+
+    - ``tool_use``: as the n-th assistant message with a tool_use block streams in;
+    - ``tool_result``: after the n-th tool result is handed out (later tools of the batch are
+      answered "Interrupted by user");
+    - ``tools_running``: when the n-th batch of tool calls runs (each call started and its tool
+      called) and none of its results is handed out, so every call of the batch is answered
+      "Interrupted by user";
+    - ``request``: as the n-th pass begins, before its model request is sent (the request is
+      never sent; the turn ends ``aborted_streaming``).
+    """
 
     TOOL_USE = "tool_use"
     TOOL_RESULT = "tool_result"
+    TOOLS_RUNNING = "tools_running"
+    REQUEST = "request"
+
+    @property
+    def number_key(self) -> str:
+        """The key of ``interrupt:`` that says which occurrence: ``{at: tools_running, batch: 2}``."""
+        return _INTERRUPT_NUMBER_KEYS[self]
+
+
+_INTERRUPT_NUMBER_KEYS = {
+    InterruptAt.TOOL_USE: "count",
+    InterruptAt.TOOL_RESULT: "count",
+    InterruptAt.TOOLS_RUNNING: "batch",
+    InterruptAt.REQUEST: "n",
+}
+_INTERRUPT_FORMS = ", ".join(f"{{at: {at.value}, {at.number_key}: N}}" for at in InterruptAt)
 
 
 @dataclass(frozen=True)
@@ -79,13 +104,7 @@ class SessionOptions:
         if not isinstance(permissions, Mapping) or set(permissions) - {"deny"}:
             raise SessionOptionsError("'permissions' takes 'deny': a list of tool names")
         deny = tuple(str(name) for name in permissions.get("deny", []))
-        interrupt = None
-        if raw.get("interrupt") is not None:
-            spec = raw["interrupt"]
-            try:
-                interrupt = (InterruptAt(spec["at"]), int(spec.get("count", 1)))
-            except (KeyError, TypeError, ValueError):
-                raise SessionOptionsError("'interrupt' must be {at: tool_use | tool_result, count: N}") from None
+        interrupt = None if raw.get("interrupt") is None else _interrupt_from(raw["interrupt"])
         minutes = raw.get("clock_advance_minutes") or []
         if not isinstance(minutes, list) or not all(isinstance(m, (int, float)) and m >= 0 for m in minutes):
             raise SessionOptionsError("'clock_advance_minutes' must be a list of non-negative numbers, one per prompt")
@@ -105,7 +124,8 @@ class SessionOptions:
         if self.deny_tools:
             document["permissions"] = {"deny": list(self.deny_tools)}
         if self.interrupt is not None:
-            document["interrupt"] = {"at": self.interrupt[0].value, "count": self.interrupt[1]}
+            at, number = self.interrupt
+            document["interrupt"] = {"at": at.value, at.number_key: number}
         if self.clock_advance_minutes:
             document["clock_advance_minutes"] = list(self.clock_advance_minutes)
         if self.compact_before_prompt:
@@ -162,11 +182,10 @@ class SessionOptions:
         if self.interrupt is None:
             return False
         at, count = self.interrupt
-        hit = (
-            at is InterruptAt.TOOL_USE
-            and isinstance(item, AssistantMessage)
-            and any(b.get("type") == "tool_use" for b in item.content)
-        ) or (at is InterruptAt.TOOL_RESULT and isinstance(item, TraceEvent) and item.kind is TraceKind.TOOL_CALL)
+        if at is InterruptAt.TOOL_USE:
+            hit = isinstance(item, AssistantMessage) and any(b.get("type") == "tool_use" for b in item.content)
+        else:
+            hit = isinstance(item, TraceEvent) and item.kind is _INTERRUPT_EVENTS[at]
         if hit:
             seen.append(1)
         return hit and len(seen) == count
@@ -183,6 +202,36 @@ def _prompt_numbers_from(raw: object) -> tuple[int, ...]:
     if len(set(numbers)) != len(numbers):
         raise SessionOptionsError("'compact_before_prompt' names a prompt more than once")
     return tuple(sorted(numbers))
+
+
+# The trace event each interrupt waits for (``tool_use`` waits for an assistant message).
+_INTERRUPT_EVENTS = {
+    InterruptAt.TOOL_RESULT: TraceKind.TOOL_CALL,
+    InterruptAt.TOOLS_RUNNING: TraceKind.TOOLS_RUNNING,
+    InterruptAt.REQUEST: TraceKind.PASS,
+}
+
+
+def _interrupt_from(spec: object) -> tuple[InterruptAt, int]:
+    """The ``interrupt`` option checked: a known ``at``, and only its own number key, at least 1."""
+    if not isinstance(spec, Mapping) or "at" not in spec:
+        raise SessionOptionsError(f"'interrupt' must be a mapping with 'at', one of {_INTERRUPT_FORMS}")
+    try:
+        at = InterruptAt(spec["at"])
+    except ValueError:
+        names = ", ".join(a.value for a in InterruptAt)
+        raise SessionOptionsError(f"interrupt.at {spec['at']!r} is not one of {names}") from None
+    key = at.number_key
+    extra = sorted(str(k) for k in spec if k not in ("at", key))
+    if extra:
+        raise SessionOptionsError(
+            f"'interrupt' at {at.value} is numbered by '{key}', not {', '.join(map(repr, extra))}: "
+            f"write {{at: {at.value}, {key}: N}}"
+        )
+    number = spec.get(key, 1)
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise SessionOptionsError(f"interrupt.{key} must be a whole number of at least 1 (got {number!r})")
+    return at, number
 
 
 def _env_from(raw: object) -> dict[str, str]:

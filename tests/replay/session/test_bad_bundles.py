@@ -186,6 +186,10 @@ CASES: dict[str, Case] = {
         _set("session_options", "interrupt", value={"at": "later", "count": 1}),
         ("session.json", "session_options.interrupt.at", "'later'"),
     ),
+    "interrupt-numbered-by-another-key": Case(
+        _set("session_options", "interrupt", value={"at": "tools_running", "count": 1}),
+        ("session.json", "'interrupt' at tools_running is numbered by 'batch', not 'count'"),
+    ),
     "hook-timeout-is-a-string": Case(
         _set("session_options", "hooks", value={"stop": [{"command": "true", "timeout_s": "5"}]}),
         ("session.json", "session_options.hooks.stop[0].timeout_s", "number"),
@@ -257,6 +261,11 @@ CASES: dict[str, Case] = {
     "scenario-interrupt-count-is-a-float": Case(
         _edit_scenario(lambda text: text + "session: {interrupt: {at: tool_use, count: 1.5}}\n"),
         ("scenario.yaml", "session.interrupt.count", "integer"),
+        command="rerecord",
+    ),
+    "scenario-interrupt-request-zero": Case(
+        _edit_scenario(lambda text: text + "session: {interrupt: {at: request, n: 0}}\n"),
+        ("scenario.yaml", "session.interrupt.n must be at least 1"),
         command="rerecord",
     ),
     "scenario-nested-100000-levels": Case(
