@@ -1,6 +1,8 @@
 """The ``replay_bundle`` fixture: ``await replay_bundle(name)`` re-executes a recorded bundle
 offline (its workspace in a temp copy, its prompts resubmitted, every model call answered from
-its cassette) and gives a `ReplayedBundle`: the run and its behaviour trace."""
+its cassette) and gives a `ReplayedBundle`: the run and its behaviour trace. Under
+``--record-mode=rewrite`` a drifted bundle is first updated from its first divergence, as
+``replay run --update`` does (`replay.session.bundle_update`)."""
 
 from __future__ import annotations
 
@@ -48,10 +50,13 @@ BundleReplayer = Callable[..., Awaitable[ReplayedBundle]]
 def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: NetworkGuard | None) -> BundleReplayer:
     """``await replay_bundle(name=None, *, strict=None)``: re-execute the bundle ``name`` (default:
     the marker's) offline — its workspace in a temp copy, its prompts resubmitted, every model
-    call answered from its cassette. A request the cassette lacks raises ``CassetteMismatchError``."""
+    call answered from its cassette. A request the cassette lacks raises ``CassetteMismatchError``.
+    With ``--record-mode=rewrite`` a drifted bundle is updated first (kept up to its first
+    divergence, re-recorded from there against its scenario or the live API, pruned)."""
     options, marked = PluginOptions.of(request.config), MarkerArguments.of(request)
 
     async def replay(name: str | None = None, *, strict: bool | None = None) -> ReplayedBundle:
+        from replay.cassette.record import RecordMode
         from replay.cassette.transport import CassetteMismatchError, UnplayedInteractionsError
         from replay.session.session_run import replay_bundle as replay_bundle_run
 
@@ -64,6 +69,9 @@ def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: Network
         if not location.is_bundle:
             pytest.fail(f"No bundle folder for {name!r} at {location.path.with_suffix('')}/.", pytrace=False)
         bundle = load_located_bundle(location.path)
+        if options.mode is RecordMode.REWRITE:
+            await _update(bundle, _replay_network_guard)
+            bundle = load_located_bundle(location.path)
         if strict is None:
             strict = options.strict if marked.strict is None else marked.strict
         # Not strict underneath: a request the cassette lacks is the first thing to report, and it
@@ -82,3 +90,17 @@ def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: Network
         return ReplayedBundle(bundle, run, run.behaviour(bundle.path.name, bundle.spec.prompts))
 
     return replay
+
+
+async def _update(bundle: Bundle, guard: NetworkGuard | None) -> None:
+    """Update a drifted bundle from its first divergence (a live one may reach the API)."""
+    from replay.session.bundle import BundleError
+    from replay.session.bundle_update import update_bundle
+
+    __tracebackhide__ = True
+    if guard is not None and bundle.spec.live:
+        guard.allow_remote = True  # the API is reached only if a request differs, and with a key
+    try:
+        await update_bundle(bundle.path)
+    except BundleError as exc:
+        pytest.fail(str(exc), pytrace=False)
