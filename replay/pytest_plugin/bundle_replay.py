@@ -27,6 +27,7 @@ from replay.pytest_plugin.outcome import UnplayedInteractionsWarning, unplayed_m
 # Loaded with the plugin, by every pytest run where agent-replay is installed: the engine, the
 # SDK and vcrpy are imported only when a fixture is used (see the package's __init__).
 if TYPE_CHECKING:
+    from replay.cassette.rewrite import RewriteCounts
     from replay.session.bundle import Bundle
     from replay.session.session_run import SessionRun
     from replay.trace.behaviour import BehaviourTrace
@@ -41,6 +42,9 @@ class ReplayedBundle:
     bundle: Bundle
     run: SessionRun
     trace: BehaviourTrace
+    # Under --record-mode=rewrite, when the bundle drifted: the interactions its update kept,
+    # re-recorded and pruned (None when it was not updated).
+    rewrite: RewriteCounts | None = None
 
 
 BundleReplayer = Callable[..., Awaitable[ReplayedBundle]]
@@ -69,8 +73,9 @@ def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: Network
         if not location.is_bundle:
             pytest.fail(f"No bundle folder for {name!r} at {location.path.with_suffix('')}/.", pytrace=False)
         bundle = load_located_bundle(location.path)
+        rewrite = None
         if options.mode is RecordMode.REWRITE:
-            await _update(bundle, _replay_network_guard)
+            rewrite = await _update(bundle, _replay_network_guard)
             bundle = load_located_bundle(location.path)
         if strict is None:
             strict = options.strict if marked.strict is None else marked.strict
@@ -87,13 +92,14 @@ def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: Network
             if strict:
                 raise UnplayedInteractionsError(f"{message} {BUNDLE_RECORD_HINT}")
             warnings.warn(UnplayedInteractionsWarning(message), stacklevel=2)
-        return ReplayedBundle(bundle, run, run.behaviour(bundle.path.name, bundle.spec.prompts))
+        return ReplayedBundle(bundle, run, run.behaviour(bundle.path.name, bundle.spec.prompts), rewrite)
 
     return replay
 
 
-async def _update(bundle: Bundle, guard: NetworkGuard | None) -> None:
-    """Update a drifted bundle from its first divergence (a live one may reach the API)."""
+async def _update(bundle: Bundle, guard: NetworkGuard | None) -> RewriteCounts | None:
+    """Update a drifted bundle from its first divergence (a live one may reach the API); the
+    counts, if it was updated."""
     from replay.session.bundle import BundleError
     from replay.session.bundle_update import update_bundle
 
@@ -101,6 +107,9 @@ async def _update(bundle: Bundle, guard: NetworkGuard | None) -> None:
     if guard is not None and bundle.spec.live:
         guard.allow_remote = True  # the API is reached only if a request differs, and with a key
     try:
-        await update_bundle(bundle.path)
+        report = await update_bundle(bundle.path)
     except BundleError as exc:
         pytest.fail(str(exc), pytrace=False)
+    if not report.matched and not report.updated:  # e.g. a session that is not deterministic
+        pytest.fail(f"Cannot update {bundle.path}: {report.differences[-1]}", pytrace=False)
+    return report.rewrite
