@@ -80,7 +80,7 @@ async def test_update_rerecords_from_the_first_divergence_and_the_next_run_match
     assert len(load_cassette(bundle / "cassette.yaml").interactions) == kept + rerecorded
     again = await run_bundle(bundle)
     assert again.verdict is Verdict.MATCH, again.differences
-    assert not list(tmp_path.glob(".demo*staging*"))
+    assert [p.name for p in tmp_path.iterdir()] == ["demo"]  # no staging folder or lock left
 
 
 @pytest.mark.parametrize("drift", [fewer_turns, another_prompt, a_file_the_model_reads_changes])
@@ -142,7 +142,7 @@ async def test_a_session_that_is_not_deterministic_is_not_updated_and_nothing_is
     assert report.verdict is Verdict.DRIFT and not report.updated
     assert report.differences[-1].startswith("Not updated: the re-recorded bundle does not replay to a MATCH (")
     assert files(bundle) == before
-    assert not list(tmp_path.glob(".random*staging*"))
+    assert [p.name for p in tmp_path.iterdir()] == ["random"]  # no staging folder or lock left
 
 
 # --- live bundles -------------------------------------------------------------------------------
