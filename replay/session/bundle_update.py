@@ -121,7 +121,7 @@ async def _rerecord_from_divergence(staged: Bundle, *, session: str, source: _So
     if source.bundle.spec.live:
         run = await _run_live(staged, source)
     else:
-        run = await _run_scenario(staged)
+        run = await _run_scenario(staged, source)
     assert run.rewrite is not None, "a session in record mode rewrite reports its counts"
     behaviour = run.behaviour(session, staged.spec.prompts)
     # Every file through the one redaction pass (replay.redact.redactor) before it reaches disk.
@@ -131,58 +131,80 @@ async def _rerecord_from_divergence(staged: Bundle, *, session: str, source: _So
     return run.rewrite
 
 
-async def _run_scenario(staged: Bundle) -> SessionRun:
+async def _run_scenario(staged: Bundle, source: _Source) -> SessionRun:
     scenario_path = staged.path / SCENARIO_FILE
-    if not scenario_path.is_file():
-        raise BundleError(
-            f"Cannot update {staged.path.name}: it is a scenario bundle without its {SCENARIO_FILE}, so the "
-            "session cannot continue past its first divergence; restore the file or re-record the bundle."
+    if not scenario_path.is_file():  # enough to prune; not to record
+        refusal = _Refusal(
+            f"and recording from there needs its {SCENARIO_FILE}, which is missing; restore it, or re-record "
+            "the bundle.",
+            bundle=source.bundle,
         )
+        return refusal.check(await _run_rewrite(staged, on_divergence=refusal))
     fake_model = FakeModel(load_scenario(scenario_path))
 
     def position(kept: Sequence[KeptRequest]) -> None:
+        # The n-th request gets the n-th turn: the fake model answers as if it had served the kept ones.
         fake_model.fast_forward((request.method, request.path, request.body) for request in kept)
 
     server = FakeModelServer(fake_model)
     base_url = server.start()
     try:
-        return await run_session(
-            staged.spec,
-            staged.path / WORKSPACE_DIR,
-            cassette=staged.path / CASSETTE_FILE,
-            mode=RecordMode.REWRITE,
-            base_url=base_url,
-            stored_base_url=(base_url, FAKE_SERVER_BASE_URL),
-            on_divergence=position,
+        return await _run_rewrite(
+            staged, base_url=base_url, stored_base_url=(base_url, FAKE_SERVER_BASE_URL), on_divergence=position
         )
     finally:
         server.stop()
 
 
 async def _run_live(staged: Bundle, source: _Source) -> SessionRun:
-    refused: list[str] = []
-    hook: DivergenceHook | None = None
-    if source.api_key is None:
+    if source.api_key is not None:
+        return await _run_rewrite(staged, api_key=source.api_key, base_url=source.base_url)
+    refusal = _Refusal(
+        "and recording from there needs the real API; set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another "
+        "endpoint).",
+        bundle=source.bundle,
+    )
+    return refusal.check(await _run_rewrite(staged, base_url=source.base_url, on_divergence=refusal))
 
-        def refuse(kept: Sequence[KeptRequest]) -> None:
-            message = (
-                f"Cannot update the live bundle {source.bundle.path}: request {len(kept) + 1} differs from its "
-                "cassette, and recording from there needs the real API; set ANTHROPIC_API_KEY (and "
-                "ANTHROPIC_BASE_URL for another endpoint). Nothing was written."
-            )
-            refused.append(message)
-            raise BundleError(message)
 
-        hook = refuse
-    run = await run_session(
+async def _run_rewrite(
+    staged: Bundle,
+    *,
+    api_key: str = PLACEHOLDER_KEY,
+    base_url: str | None = None,
+    stored_base_url: tuple[str, str] | None = None,
+    on_divergence: DivergenceHook | None = None,
+) -> SessionRun:
+    return await run_session(
         staged.spec,
         staged.path / WORKSPACE_DIR,
         cassette=staged.path / CASSETTE_FILE,
         mode=RecordMode.REWRITE,
-        api_key=source.api_key or PLACEHOLDER_KEY,
-        base_url=source.base_url,
-        on_divergence=hook,
+        api_key=api_key,
+        base_url=base_url,
+        stored_base_url=stored_base_url,
+        on_divergence=on_divergence,
     )
-    if refused:
-        raise BundleError(refused[0])
-    return run
+
+
+class _Refusal:
+    """A divergence hook for a bundle whose source cannot be reached: a session that only keeps
+    and prunes needs none; at the first request that differs it refuses (the engine ends that
+    turn with the error, and every later request fails the same way), and `check` raises it."""
+
+    def __init__(self, why: str, *, bundle: Bundle) -> None:
+        self._why, self._bundle = why, bundle
+        self.message: str | None = None
+
+    def __call__(self, kept: Sequence[KeptRequest]) -> None:
+        kind = "live bundle" if self._bundle.spec.live else "bundle"
+        self.message = (
+            f"Cannot update the {kind} {self._bundle.path}: request {len(kept) + 1} differs from its cassette, "
+            f"{self._why} Nothing was written."
+        )
+        raise BundleError(self.message)
+
+    def check(self, run: SessionRun) -> SessionRun:
+        if self.message is not None:
+            raise BundleError(self.message)
+        return run

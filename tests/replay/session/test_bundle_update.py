@@ -145,6 +145,28 @@ async def test_a_session_that_is_not_deterministic_is_not_updated_and_nothing_is
     assert [p.name for p in tmp_path.iterdir()] == ["random"]  # no staging folder or lock left
 
 
+async def test_a_bundle_without_its_scenario_can_prune_but_not_record(tmp_path: Path) -> None:
+    bundle = library_copy(tmp_path)
+    (bundle / "scenario.yaml").unlink()
+    another_prompt(bundle)
+    before = files(bundle)
+
+    with pytest.raises(BundleError) as refused:
+        await run_bundle(bundle, update=True)
+
+    assert str(refused.value) == (
+        f"Cannot update the bundle {bundle}: request 1 differs from its cassette, and recording from there needs "
+        "its scenario.yaml, which is missing; restore it, or re-record the bundle. Nothing was written."
+    )
+    assert files(bundle) == before
+    edit_session(
+        bundle, lambda d: d.update(prompts=json.loads((LIBRARY / "demo" / "session.json").read_text())["prompts"])
+    )
+    fewer_turns(bundle)
+    report = await run_bundle(bundle, update=True)
+    assert report.rewrite is not None and report.rewrite.to_json() == {"kept": 1, "rerecorded": 0, "pruned": 2}
+
+
 # --- live bundles -------------------------------------------------------------------------------
 
 ANSWER = {"content": [{"text": "Hello."}]}
