@@ -97,7 +97,9 @@ _CAPTURE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("agen
 
 class CassetteRecorder:
     """A cassette opened for a session: ``with CassetteRecorder(path, mode=...) as recorder:``
-    then ``recorder.async_client()`` for the model. On close, what was recorded is saved."""
+    then ``recorder.async_client()`` for the model. On close, what was recorded is saved. In
+    mode rewrite, ``on_divergence`` is called once before the first request goes upstream (see
+    `replay.cassette.rewrite`), and ``rewrite_counts`` says what was kept, re-recorded and pruned."""
 
     def __init__(
         self,
