@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -113,6 +114,44 @@ def test_run_update_rerecords_from_the_first_divergence_says_what_it_kept_and_th
     assert "  autocompact boundary no longer happens" in updated.stdout  # what was accepted
     again = runner.invoke(app, ["run", str(bundle)])
     assert again.exit_code == 0 and again.stdout.startswith(f"MATCH {bundle}")
+
+
+LIBRARY_DEMO = Path(__file__).resolve().parents[3] / "cassettes" / "demo"
+
+
+def _session(bundle: Path, **changes: object) -> None:
+    document = json.loads((bundle / "session.json").read_text())
+    for key, value in changes.items():
+        if key in document["settings"]:
+            document["settings"][key] = value
+        else:
+            document[key] = value
+    (bundle / "session.json").write_text(json.dumps(document, indent=2))
+
+
+@pytest.mark.parametrize(
+    ("drift", "counts"),
+    [
+        (lambda b: _session(b, max_turns=1), "kept 1, re-recorded 0, pruned 2"),
+        (lambda b: _session(b, prompts=["List the open TODOs."]), "kept 0, re-recorded 3, pruned 3"),
+        (lambda b: (b / "workspace" / "config.toml").write_text("strict = true\n"), "kept 1, re-recorded 2, pruned 2"),
+        (lambda b: _session(b, tools=["Read", "Write", "Edit", "Bash", "Glob"]), "kept 0, re-recorded 3, pruned 3"),
+    ],
+    ids=["settings", "prompt", "workspace-file", "tool-removed"],
+)
+def test_run_update_then_run_matches_for_a_settings_prompt_or_tool_drift(
+    tmp_path: Path, drift: Any, counts: str
+) -> None:
+    bundle = Path(shutil.copytree(LIBRARY_DEMO, tmp_path / "demo"))
+    drift(bundle)
+    assert runner.invoke(app, ["run", str(bundle)]).exit_code == 1
+
+    updated = runner.invoke(app, ["run", str(bundle), "--update"])
+
+    assert updated.exit_code == 0, updated.output
+    assert updated.stdout.startswith(f"UPDATED {bundle}: {counts} interaction(s); replay run now matches.\n")
+    again = runner.invoke(app, ["run", str(bundle)])
+    assert again.exit_code == 0 and again.stdout.startswith(f"MATCH {bundle}"), again.output
 
 
 def test_run_update_json_carries_the_counts(tmp_path: Path) -> None:
