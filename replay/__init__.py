@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "RECORDED_PATH_KEYS": "replay.cassette",
     "RecordMode": "replay.cassette",
     "RecordModeError": "replay.cassette",
+    "RewriteCounts": "replay.cassette",
     "RecordedFault": "replay.cassette",
     "RecordedFaultKind": "replay.cassette",
     "RecordedRequest": "replay.cassette",

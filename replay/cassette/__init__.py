@@ -48,7 +48,8 @@ change that a version-1 reader would misread or refuse bumps the version.
 The package also holds what reads and writes cassettes around a session: interactions
 (`interaction`), request fingerprints (`fingerprints`), path placeholders (`placeholders`),
 scrubbing (`scrub`), decoding compressed bodies (`content_encoding`), scanning a file for
-secrets left (`secret_scan`), recording through vcrpy (`record`), replaying through an
+secrets left (`secret_scan`), recording through vcrpy (`record`; record mode rewrite's splice in
+`rewrite`), replaying through an
 ``httpx2`` transport (`transport`) and the respx adapter (`respx_adapter`).
 
 May import: `replay.redact`, `replay.storage`. Never `replay.fake` or `replay.session`.
@@ -89,6 +90,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "RecordMode": "record",
         "RecordModeError": "record",
         "parse_record_mode": "record",
+        "RewriteCounts": "rewrite",
         "CassetteMismatchError": "transport",
         "CassettePlayer": "transport",
         "CassetteTransport": "transport",

@@ -31,6 +31,7 @@ from replay.cassette._vcr import interactions_from_vcr
 from replay.cassette.fingerprints import Normalizer, fingerprint, parse_body
 from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
+from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
 from replay.cassette.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
 from replay.cassette.transport import (
     CONNECTION_FAILED_MESSAGE,
@@ -55,12 +56,14 @@ class RecordMode(StrEnum):
     ONCE = "once"  # record a cassette that does not exist yet; otherwise like none
     NEW_EPISODES = "new_episodes"  # answer what is recorded, record what is not
     ALL = "all"  # record everything anew, replacing the cassette
-    REWRITE = "rewrite"  # start the cassette afresh (pytest-recording's name; here the same as all)
+    # play what still matches, in order; record from the first request that does not; prune the
+    # rest (replay.cassette.rewrite)
+    REWRITE = "rewrite"
 
     @property
     def replaces(self) -> bool:
-        """Whether the cassette is recorded anew, whatever it held (``all``, ``rewrite``)."""
-        return self in (RecordMode.ALL, RecordMode.REWRITE)
+        """Whether the cassette is recorded anew, whatever it held (``all``)."""
+        return self is RecordMode.ALL
 
 
 class RecordModeError(ValueError):
@@ -95,7 +98,9 @@ _CAPTURE: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("agen
 
 class CassetteRecorder:
     """A cassette opened for a session: ``with CassetteRecorder(path, mode=...) as recorder:``
-    then ``recorder.async_client()`` for the model. On close, what was recorded is saved."""
+    then ``recorder.async_client()`` for the model. On close, what was recorded is saved. In
+    mode rewrite, ``on_divergence`` is called once before the first request goes upstream (see
+    `replay.cassette.rewrite`), and ``rewrite_counts`` says what was kept, re-recorded and pruned."""
 
     def __init__(
         self,
@@ -106,6 +111,7 @@ class CassetteRecorder:
         session_dir: Path | None = None,
         strict: bool = False,
         stored_base_url: tuple[str, str] | None = None,
+        on_divergence: DivergenceHook | None = None,
     ) -> None:
         self.path = Path(path)
         # (actual, stored): e.g. the loopback fake server's URL, whose port changes on every run,
@@ -115,6 +121,11 @@ class CassetteRecorder:
         self.workspace, self.session_dir = workspace, session_dir
         self.strict = strict
         self.player: CassettePlayer | None = None
+        # Record mode rewrite: the splice of the old cassette and the new recording, and once
+        # the recorder has closed, what it did (kept, re-recorded, pruned).
+        self.rewrite: CassetteRewrite | None = None
+        self.rewrite_counts: RewriteCounts | None = None
+        self._on_divergence = on_divergence
         self._existing: Cassette | None = None
         self._vcr_context: Any = None
         self._vcr_cassette: Any = None
@@ -136,6 +147,15 @@ class CassetteRecorder:
                 f"Cassette {self.path} does not exist and record mode is 'none', which never touches the network; "
                 "record it first with record mode 'once' or 'all'."
             )
+        if self.mode is RecordMode.REWRITE:
+            self._existing = load_cassette(self.path) if exists else None
+            self.rewrite = CassetteRewrite(
+                self._existing,
+                normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
+                on_divergence=self._on_divergence,
+            )
+            self._start_vcr()
+            return self
         if exists and not self.mode.replaces:
             self._existing = load_cassette(self.path)
             self.player = CassettePlayer.from_cassette(
@@ -190,6 +210,7 @@ class CassetteRecorder:
             send=send,
             normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
             log=self.request_log,
+            rewrite=self.rewrite,
         )
 
     def __exit__(
@@ -209,12 +230,16 @@ class CassetteRecorder:
     def _save(self) -> None:
         collected = self._collected or {"requests": [], "responses": []}
         recorded = interactions_from_vcr(collected["requests"], collected["responses"])
-        if not recorded and not self.mode.replaces:
+        if self.rewrite is not None:
+            self.rewrite_counts = self.rewrite.counts(len(recorded))
+            if self._existing is not None and not self.rewrite_counts.changed:
+                return  # the cassette is what it was: not touched
+        elif not recorded and not self.mode.replaces:
             return
         kept: list[Interaction] = []
         recorded_paths: dict[str, str] = {}
-        if self.mode is RecordMode.NEW_EPISODES and self._existing is not None:
-            kept = list(self._existing.interactions)
+        if self._existing is not None and self.mode in (RecordMode.NEW_EPISODES, RecordMode.REWRITE):
+            kept = list(self._existing.interactions) if self.rewrite is None else self.rewrite.kept
             recorded_paths = dict(self._existing.recorded_paths)
         replacements = path_replacements(workspace=self.workspace, session_dir=self.session_dir)
         recorded = [self._stored_uri(replace_paths(interaction, replacements)) for interaction in recorded]
@@ -253,8 +278,9 @@ class _HandOver:
 
 
 class RecordingTransport(httpx2.AsyncBaseTransport):
-    """Answers from the cassette what it can (``new_episodes``) and sends the rest over real
-    HTTP, where vcrpy records it; faults below vcrpy are recorded here."""
+    """Answers from the cassette what it can (``new_episodes``; ``rewrite`` until the first
+    divergence) and sends the rest over real HTTP, where vcrpy records it; faults below vcrpy
+    are recorded here."""
 
     def __init__(
         self,
@@ -265,8 +291,10 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         send: Callable[[httpx2.Request], Awaitable[httpx2.Response]] | None = None,
         normalizer: Normalizer | None = None,
         log: list[LoggedRequest] | None = None,
+        rewrite: CassetteRewrite | None = None,
     ) -> None:
         self.player = player
+        self.rewrite = rewrite
         self._normalizer = normalizer or Normalizer()
         self.log: list[LoggedRequest] = log if log is not None else []
         self._vcr_cassette = vcr_cassette
@@ -280,7 +308,13 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         path = request_path(request)
-        if self.player is not None:
+        key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+        if self.rewrite is not None:
+            kept = self.rewrite.answer(request.method, path, body, key=key)
+            if kept is not None:
+                self.log.append(LoggedRequest(path, key))
+                return replay_response(kept, request, sync=False)
+        elif self.player is not None:
             try:
                 interaction = self.player.match(request.method, path, body)
             except CassetteMismatchError:
@@ -288,7 +322,6 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
             else:
                 self.log.append(self.player.log[-1])
                 return replay_response(interaction, request, sync=False)
-        key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
         self.log.append(LoggedRequest(path, key))
         capture = _Capture()
         token = _CAPTURE.set(capture)

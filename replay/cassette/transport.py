@@ -47,8 +47,10 @@ __all__ = [
 CONNECTION_FAILED_MESSAGE = "Recorded connection failure: the request never got a response."
 DROPPED_CONNECTION_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
 RERECORD_HINT = (
-    'To re-record, run the session again with record mode "new_episodes" (keeps what matches and records the '
-    'rest) or "all" (records everything anew), e.g. `pytest --record-mode=new_episodes` or `replay record`.'
+    'To re-record, run the session again with record mode "rewrite" (keeps what matches up to the first request '
+    'that differs, records from there and prunes what is no longer requested), "new_episodes" (keeps everything '
+    'and records what is missing) or "all" (records everything anew), e.g. `pytest --record-mode=rewrite`; for '
+    "a bundle, `replay run BUNDLE --update`."
 )
 _NEAREST = 3
 _DIFF_LINES = 40

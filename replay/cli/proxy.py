@@ -27,8 +27,9 @@ def proxy(
             "--record-mode",
             metavar="MODE",
             help="none: replay only (a miss is an error answer); once: record the cassette if it does not exist, "
-            "else replay only; new_episodes: replay what matches, record the rest; all or rewrite: record "
-            "everything anew.",
+            "else replay only; new_episodes: replay what matches, record the rest; all: record everything anew; "
+            "rewrite: replay in recorded order until the first request that differs, record from there, prune "
+            "what was not requested (on stop).",
             case_sensitive=False,
         ),
     ] = RecordMode.NONE,

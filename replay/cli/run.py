@@ -44,8 +44,10 @@ def run(
         bool,
         typer.Option(
             "--update",
-            help="Accept the new behaviour: rewrite transcript.jsonl, trace.json and trace.txt of a drifted bundle "
-            "(only when its cassette still answers every request).",
+            help="Accept the new behaviour of a drifted bundle: re-record it from its first divergence (record "
+            "mode rewrite: keep the interactions before the first request that differs, continue against the "
+            "bundle's scenario, or the live API with ANTHROPIC_API_KEY, prune what is no longer requested) and "
+            "swap it in whole, so the next run matches. A bundle that matches is not touched.",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON report per bundle instead of text.")] = False,
@@ -70,9 +72,11 @@ def run(
 
         replay run cassettes/fix-todo
         replay run cassettes/* --json
+        replay run cassettes/fix-todo --update   # accept what the loop does now
 
-    Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (a missing or corrupt bundle, or
-    one another process is writing while --update would rewrite it).
+    Exit codes: 0 every bundle matches (or was updated), 1 at least one drifted, 2 bad input (a missing or
+    corrupt bundle, one another process is writing while --update would rewrite it, or a live bundle that
+    --update would record from without ANTHROPIC_API_KEY).
     """
     code = OK
     reports: list[dict[str, object]] = []
@@ -98,7 +102,13 @@ def run(
 def _print_report(report: RunReport) -> None:
     passes = sum(len(p.passes) for p in report.trace.prompts) if report.trace is not None else 0
     if report.updated:
-        typer.echo(f"UPDATED {report.bundle}: the new behaviour is recorded ({len(report.differences)} difference(s)).")
+        counts = report.rewrite
+        done = (
+            f"kept {counts.kept}, re-recorded {counts.rerecorded}, pruned {counts.pruned} interaction(s)"
+            if counts is not None
+            else "the new behaviour is recorded"
+        )
+        typer.echo(f"UPDATED {report.bundle}: {done}; replay run now matches.")
     else:
         verdict = "MATCH" if report.matched else "DRIFT"
         typer.echo(f"{verdict} {report.bundle} ({count(passes, 'pass')}, {report.seconds:.1f} s)")

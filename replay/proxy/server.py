@@ -46,6 +46,7 @@ from replay.cassette import (
     save_cassette,
 )
 from replay.cassette.fingerprints import parse_body
+from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.transport import RERECORD_HINT
 from replay.http.connection import Request, ResponseWriter
@@ -55,8 +56,8 @@ from replay.proxy.wire import HOP_BY_HOP, EventSplitter, is_event_stream, play, 
 
 __all__ = ["DEFAULT_UPSTREAM", "MISS_STATUS", "CassetteProxy", "ProxyOutcome", "ProxyRequest"]
 
-# The modes that start the cassette afresh (rewrite is pytest-recording's name for all).
-_AFRESH: Final = frozenset({RecordMode.ALL, RecordMode.REWRITE})
+# The modes that start the cassette afresh.
+_AFRESH: Final = frozenset({RecordMode.ALL})
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +65,10 @@ DEFAULT_UPSTREAM: Final = "https://api.anthropic.com"
 MISS_STATUS: Final = 599
 MISS_ERROR_TYPE: Final = "cassette_miss"
 _PROXY_HINT: Final = (
-    "To record what is missing, run again with record mode new_episodes (keeps what matches and records the rest) "
-    "or all (records everything anew): `replay proxy --record-mode new_episodes ...`, or for the replay_proxy "
-    "fixture `pytest --record-mode=new_episodes`."
+    "To record what is missing, run again with record mode rewrite (keeps what matches up to the first request "
+    "that differs, records from there and prunes the rest), new_episodes (keeps everything and records what is "
+    "missing) or all (records everything anew): `replay proxy --record-mode rewrite ...` or `--record-mode "
+    "new_episodes`, or for the replay_proxy fixture `pytest --record-mode=rewrite`."
 )
 _TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0)
 
@@ -111,6 +113,7 @@ class CassetteProxy(HttpServer):
         host: str = "127.0.0.1",
         port: int = 0,
         on_log: Callable[[str], None] | None = None,
+        on_divergence: DivergenceHook | None = None,
     ) -> None:
         super().__init__(host=host, port=port)
         if not is_loopback(host):
@@ -137,10 +140,17 @@ class CassetteProxy(HttpServer):
             )
         self._kept: Cassette | None = None
         self.player: CassettePlayer | None = None
+        self.rewrite: CassetteRewrite | None = None
+        """Record mode rewrite: answers in recorded order until the first request that differs,
+        which and every later one is forwarded and recorded (``on_divergence`` is called first, to
+        position an in-process upstream); the rest is pruned when the cassette is saved."""
         if exists and self.mode not in _AFRESH:
             self._kept = load_cassette(self.cassette_path)
+        if self.mode is RecordMode.REWRITE:
+            self.rewrite = CassetteRewrite(self._kept, on_divergence=on_divergence)
+        elif self._kept is not None:
             self.player = CassettePlayer.from_cassette(self._kept)
-        self.recording = self.mode is RecordMode.NEW_EPISODES or self.mode in _AFRESH or not exists
+        self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE) or not exists
         """Whether requests the cassette lacks are forwarded and recorded."""
         self.recorded: list[Interaction] = []
         self._client: httpx2.AsyncClient | None = None
@@ -172,7 +182,13 @@ class CassetteProxy(HttpServer):
 
         response.before_complete = log_request
         try:
-            if self.player is not None:
+            if self.rewrite is not None:
+                kept = self.rewrite.answer(request.method, request.path, request.body, key=key)
+                if kept is not None:
+                    outcome = ProxyOutcome.MATCH
+                    await play(response, kept.response)
+                    return
+            elif self.player is not None:
                 try:
                     interaction = self.player.match(request.method, request.path, request.body)
                 except CassetteMismatchError as miss:
@@ -314,13 +330,25 @@ class CassetteProxy(HttpServer):
         """Write the cassette atomically: what was kept of the old one (``new_episodes``) and
         everything recorded so far, scrubbed."""
         kept = list(self._kept.interactions) if self._kept is not None and self.mode is RecordMode.NEW_EPISODES else []
+        if self.rewrite is not None:
+            kept = self.rewrite.kept
         paths = dict(self._kept.recorded_paths) if self._kept is not None else {}
         save_cassette(Cassette(interactions=[*kept, *self.recorded], recorded_paths=paths), self.cassette_path)
+
+    @property
+    def rewrite_counts(self) -> RewriteCounts | None:
+        """Record mode rewrite: the interactions kept, re-recorded and pruned so far."""
+        return self.rewrite.counts(len(self.recorded)) if self.rewrite is not None else None
 
     async def closing(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        counts = self.rewrite_counts
+        if counts is not None and counts.pruned and not counts.rerecorded:
+            # The session followed the cassette and stopped early: nothing was recorded, so
+            # nothing saved yet, but what it no longer requests is pruned now.
+            self._unsaved = True
         if self._unsaved:
             async with self._save_lock:
                 await asyncio.to_thread(self.save)  # a failure here reaches whoever stops the proxy

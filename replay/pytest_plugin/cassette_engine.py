@@ -48,6 +48,8 @@ if TYPE_CHECKING:
         ToolEnvironment,
     )
     from replay.cassette.record import CassetteRecorder, RecordMode
+    from replay.cassette.rewrite import DivergenceHook, KeptRequest
+    from replay.fake.model import FakeModel
     from replay.fake.scenario import Scenario
     from replay.session.bundle import Bundle
     from replay.trace.behaviour import BehaviourTrace
@@ -236,11 +238,21 @@ async def _cassette_engine(
                 stack.enter_context(bundle_write_lock(cassette))
             except BundleBusyError as exc:
                 pytest.fail(str(exc), pytrace=False)
+        on_divergence: DivergenceHook | None = None
         if scenario is not None:
-            server = FakeModelServer(FakeModel(scenario))
+            fake_model = FakeModel(scenario)
+            server = FakeModelServer(fake_model)
             base_url = server.start()
             stack.callback(server.stop)
-        recorder = CassetteRecorder(cassette, mode=mode, workspace=workspace, session_dir=session_dir, strict=strict)
+            on_divergence = _positioning(fake_model)
+        recorder = CassetteRecorder(
+            cassette,
+            mode=mode,
+            workspace=workspace,
+            session_dir=session_dir,
+            strict=strict,
+            on_divergence=on_divergence,
+        )
         if base_url is not None and not live_remote:  # the fake server's port changes on every run
             recorder.stored_base_url = (base_url, FAKE_SERVER_BASE_URL)
         try:
@@ -274,6 +286,15 @@ async def _cassette_engine(
         unplayed = recorder.unplayed()
         if unplayed:
             warnings.warn(UnplayedInteractionsWarning(unplayed_message(cassette, unplayed)), stacklevel=1)
+
+
+def _positioning(fake_model: FakeModel) -> DivergenceHook:
+    """Record mode rewrite: the scenario plays on from where the kept requests left it."""
+
+    def position(kept: Sequence[KeptRequest]) -> None:
+        fake_model.fast_forward((r.method, r.path, r.body) for r in kept)
+
+    return position
 
 
 def _live_endpoint(cassette: Path) -> tuple[str, str | None, bool]:

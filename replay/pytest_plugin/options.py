@@ -52,8 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_record_mode_option,
         metavar="MODE",
         help="When replay tests reach the network: none (default; replay only, offline), once (record cassettes "
-        "that do not exist yet), new_episodes (record requests a cassette lacks), all or rewrite (record the "
-        "cassette afresh).",
+        "that do not exist yet), new_episodes (record requests a cassette lacks), all (record the cassette "
+        "afresh), rewrite (re-record from the first request that differs and prune the rest; a drifted bundle "
+        "is updated so).",
     )
     group.addoption(
         "--replay-allow-unplayed",

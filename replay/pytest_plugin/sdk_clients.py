@@ -8,7 +8,10 @@ How: for the test's duration ``httpx2.HTTPTransport.handle_request`` and
 ``httpx2.AsyncHTTPTransport.handle_async_request`` are replaced (as respx does) by functions that
 ask a ``CassettePlayer``. While recording (``--record-mode`` once for a missing cassette,
 new_episodes, all, rewrite), a ``CassetteRecorder`` has vcrpy patch those methods first, and a
-request the cassette cannot answer goes through vcrpy over real HTTP.
+request the cassette cannot answer goes through vcrpy over real HTTP. In rewrite mode the
+cassette answers only while the test's requests are its own, in order; from the first that
+differs every request is recorded (a marker's scenario plays on from where it was), and what
+was not requested is pruned.
 
 A request the cassette lacks fails the test at once with the player's diagnosis (the nearest
 recorded requests, where they differ, and the command that re-records this test). It is raised
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
     from replay.cassette.interaction import Interaction
     from replay.cassette.record import CassetteRecorder, RecordMode
+    from replay.fake.model import FakeModel
 
 try:  # optional: a project without pytest-asyncio sees pytest's own error for an async fixture
     from pytest_asyncio import fixture as _async_fixture
@@ -115,6 +119,15 @@ class ServedCassette:
                 f"cassette file {self.cassette} exists, and this test made a request ({method} {path}). "
                 f"To record it: `pytest {self.nodeid} --record-mode=once`."
             )
+        rewrite = self.recorder.rewrite
+        if rewrite is not None:  # rewrite: the cassette's own requests, in order, until the first that differs
+            from replay.cassette.transport import LoggedRequest
+
+            key = rewrite.fingerprint_of(method, path, body)
+            kept = rewrite.answer(method, path, body, key=key)
+            if kept is not None:
+                self.recorder.request_log.append(LoggedRequest(path, key))
+            return kept
         player = self.recorder.player
         if player is None:
             return None
@@ -143,8 +156,9 @@ class ServedCassette:
         if self.location.is_bundle:
             return BUNDLE_RECORD_HINT
         return (
-            f"To re-record this test: `pytest {self.nodeid} --record-mode=rewrite` (records its cassette "
-            "afresh; --record-mode=new_episodes keeps what matches and records the rest)."
+            f"To re-record this test: `pytest {self.nodeid} --record-mode=rewrite` (keeps what matches up to "
+            "the first request that differs, records from there and prunes what is no longer requested; "
+            "--record-mode=new_episodes keeps everything and records what is missing)."
         )
 
     def unplayed(self) -> list[int]:
@@ -192,7 +206,11 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
         if recorder is not None and served.recording and marked.scenario is not None:
             # The marker's scenario, served by the fake model on loopback, for every client that
             # takes its base URL from the environment (anthropic.Anthropic() does).
-            base_url = _start_fake_server(marked.scenario, stack)
+            base_url, fake_model = _start_fake_server(marked.scenario, stack)
+            if recorder.rewrite is not None:  # from the divergence on, the script plays from where it was
+                recorder.rewrite.on_divergence = lambda kept: fake_model.fast_forward(
+                    (r.method, r.path, r.body) for r in kept
+                )
             patch.setenv("ANTHROPIC_BASE_URL", base_url)
             recorder.stored_base_url = (base_url, FAKE_SERVER_BASE_URL)  # its port changes on every run
         if not has_key:
@@ -203,7 +221,7 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
         yield served
 
 
-def _start_fake_server(scenario: Path, stack: contextlib.ExitStack) -> str:
+def _start_fake_server(scenario: Path, stack: contextlib.ExitStack) -> tuple[str, FakeModel]:
     from replay.fake.blocks import ScenarioError
     from replay.fake.model import FakeModel
     from replay.fake.scenario import load_scenario
@@ -215,7 +233,7 @@ def _start_fake_server(scenario: Path, stack: contextlib.ExitStack) -> str:
         pytest.fail(f"The marker's scenario {scenario} cannot be used: {exc}", pytrace=False)
     base_url = server.start()
     stack.callback(server.stop)
-    return base_url
+    return base_url, server.fake_model
 
 
 def _intercept(served: ServedCassette, patch: pytest.MonkeyPatch) -> None:

@@ -10,15 +10,14 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from replay.redact.files import write_redacted
 from replay.storage.bundle_lock import bundle_write_lock, swapping_generation
 from replay.storage.stale_folders import retired_path, staging_prefix, sweep_stale_scratch, sweep_stale_staging
 
-__all__ = ["BundleWrite", "begin_bundle_write", "new_staging", "rewrite_bundle", "swap_into_place", "sweep_stale"]
+__all__ = ["BundleWrite", "begin_bundle_write", "new_staging", "swap_into_place", "sweep_stale"]
 
 _RENAME_EXCHANGE = 2
 
@@ -55,22 +54,6 @@ def sweep_stale(out: Path) -> None:
     folder that dead writers left (the caller holds the writer lock of ``out``)."""
     sweep_stale_staging(out)
     sweep_stale_scratch()
-
-
-def rewrite_bundle(out: Path, files: Mapping[str, str]) -> None:
-    """Replace some of the files of the bundle ``out`` through a whole-bundle swap: a staging
-    copy of the bundle with the new ``files`` (name → text) is swapped in. The caller holds the
-    writer lock of ``out``."""
-    sweep_stale(out)
-    staging = new_staging(out)
-    try:
-        shutil.copytree(out, staging, symlinks=True, dirs_exist_ok=True)
-        for name, text in files.items():
-            write_redacted(staging / name, text)
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def new_staging(out: Path) -> Path:

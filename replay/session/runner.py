@@ -1,69 +1,17 @@
-"""Re-executing a bundle and judging it (``replay run``): did the loop do what it did when the
-session was recorded?
-
-The bundle's prompts are resubmitted to a fresh engine wired to its cassette, with the tools
-really running in a temp copy of its workspace. The new transcript and behaviour trace are
-compared with the recorded ones; a difference is reported in the loop's terms, a changed tool
-result first (it is usually the cause of what follows).
-"""
+"""Re-executing a bundle and judging it (``replay run``), and accepting its new behaviour
+(``replay run --update``, `replay.session.bundle_update`)."""
 
 from __future__ import annotations
 
-import json
-import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
-from replay.session.bundle import TRACE_JSON_FILE, TRACE_TEXT_FILE, TRANSCRIPT_FILE, Bundle, BundleError, load_bundle
-from replay.session.bundle_swap import rewrite_bundle
-from replay.session.session_run import replay_bundle
-from replay.storage.bundle_lock import bundle_write_lock, reading_generation
-from replay.trace.behaviour import BehaviourTrace, render_text
-from replay.trace.diff import diff_traces, diff_transcripts
+from replay.session.bundle import Bundle, load_bundle
+from replay.session.bundle_update import update_bundle
+from replay.session.judge import RunReport, Verdict, judge_bundle
+from replay.storage.bundle_lock import reading_generation
 
 __all__ = ["RunReport", "Verdict", "run_bundle"]
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_MISS = "No recorded interaction matches"
-_NEAREST = re.compile(r"^  #\d+ .* — differs at ")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
-
-
-class Verdict(StrEnum):
-    MATCH = "match"
-    DRIFT = "drift"
-
-
-@dataclass
-class RunReport:
-    """The outcome of re-executing one bundle."""
-
-    bundle: Path
-    verdict: Verdict
-    # What differs, in the loop's terms, ready to print (empty on a match).
-    differences: list[str] = field(default_factory=list)
-    trace: BehaviourTrace | None = None
-    recorded_trace: BehaviourTrace | None = None
-    updated: bool = False
-    seconds: float = 0.0
-
-    @property
-    def matched(self) -> bool:
-        return self.verdict is Verdict.MATCH
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "bundle": str(self.bundle),
-            "verdict": self.verdict.value,
-            "differences": self.differences,
-            "updated": self.updated,
-            "seconds": round(self.seconds, 3),
-            "trace": self.trace.to_json() if self.trace is not None else None,
-        }
 
 
 async def run_bundle(
@@ -73,131 +21,13 @@ async def run_bundle(
     wait: float = 0.0,
     on_wait: Callable[[int | None], None] | None = None,
 ) -> RunReport:
-    """Re-execute the bundle at ``path`` and compare. ``update`` accepts the new behaviour
-    (transcript and trace) when the cassette still answered every request, swapping in a whole
-    new bundle under the bundle's writer lock (``wait`` and ``on_wait`` as for
-    ``record_bundle``); without it, the run reads one generation of the bundle even while a
-    writer swaps another in. Bad input raises ``BundleError`` or ``CassetteError``."""
+    """Re-execute the bundle at ``path`` and compare. Without ``update`` the run reads one
+    generation of the bundle even while a writer swaps another in. With it, a drifted bundle is
+    re-recorded from its first divergence and swapped in whole, under the bundle's writer lock
+    (``wait`` and ``on_wait`` as for ``record_bundle``): see `update_bundle`. Bad input raises
+    ``BundleError`` or ``CassetteError``."""
     folder = path.path if isinstance(path, Bundle) else Path(path)
     if update:
-        with bundle_write_lock(folder, wait=wait, on_wait=on_wait):
-            return await _run_bundle(path, update=True)
+        return await update_bundle(folder, wait=wait, on_wait=on_wait)
     with reading_generation(folder):
-        return await _run_bundle(path, update=False)
-
-
-async def _run_bundle(path: Path | Bundle, *, update: bool) -> RunReport:
-    started = time.perf_counter()
-    bundle = path if isinstance(path, Bundle) else load_bundle(Path(path))
-    recorded_trace = bundle.recorded_trace()
-    # Checked before anything runs: a corrupt transcript is bad input, not drift.
-    recorded_transcript = bundle.recorded_transcript()
-    run = await replay_bundle(bundle, strict=False)
-    session = recorded_trace.session if recorded_trace is not None else bundle.path.name
-    trace = run.behaviour(session, bundle.spec.prompts)
-
-    differences: list[str] = []
-    new_transcript, old_transcript = run.transcript, recorded_transcript
-    if bundle.spec.live:
-        # A live recording's uuids and times are the real ones: compare what they stand for.
-        new_transcript, old_transcript = _stable(new_transcript), _stable(old_transcript)
-    differences.extend(_tool_result_differences(old_transcript, new_transcript))
-    if recorded_trace is None:
-        differences.append(f"{bundle.path / TRACE_JSON_FILE} is missing: nothing to compare the behaviour with.")
-    else:
-        differences.extend(diff_traces(recorded_trace, trace))
-    differences.extend(_cassette_misses(run.results))
-    if run.unplayed:
-        listed = ", ".join(f"#{i + 1}" for i in run.unplayed[:10])
-        differences.append(f"{len(run.unplayed)} recorded interaction(s) were never requested: {listed}.")
-    if new_transcript != old_transcript:
-        differences.extend(diff_transcripts(old_transcript, new_transcript))
-
-    report = RunReport(
-        bundle=bundle.path,
-        verdict=Verdict.MATCH if not differences else Verdict.DRIFT,
-        differences=differences,
-        trace=trace,
-        recorded_trace=recorded_trace,
-    )
-    if update and differences:
-        missed = [r for r in run.requests if not r.matched]
-        if missed:
-            raise BundleError(
-                f"Cannot update {bundle.path}: the run made {len(missed)} request(s) its cassette does not have; "
-                "re-record the bundle instead (replay record)."
-            )
-        new_files = {
-            TRANSCRIPT_FILE: run.transcript,
-            TRACE_JSON_FILE: trace.dumps(),
-            TRACE_TEXT_FILE: render_text(trace),
-        }
-        rewrite_bundle(bundle.path, new_files)
-        report.updated = True
-    report.seconds = time.perf_counter() - started
-    return report
-
-
-def _cassette_misses(results: list[Any]) -> list[str]:
-    """A request the cassette had no answer for, with the field the nearest recorded request
-    differs at (from the miss message), so the drift names its cause."""
-    lines = []
-    for number, result in enumerate(results, start=1):
-        text = str(getattr(result, "result", "") or "")
-        if not (getattr(result, "is_error", False) and text.startswith(_MISS)):
-            continue
-        first, *rest = text.splitlines()
-        nearest = next((line.strip() for line in rest if _NEAREST.match(line)), None)
-        lines.append(f"prompt {number}: {first}" + (f" Nearest: {nearest}." if nearest else ""))
-    return lines
-
-
-def _stable(transcript: str) -> str:
-    """Uuids numbered in order of appearance and timestamps blanked."""
-    seen: dict[str, str] = {}
-
-    def number(match: re.Match[str]) -> str:
-        return seen.setdefault(match.group(0), f"<uuid-{len(seen) + 1}>")
-
-    return _TIMESTAMP.sub("<timestamp>", _UUID.sub(number, transcript))
-
-
-def _tool_result_differences(old: str, new: str) -> list[str]:
-    """A tool result that changed between the recording and this run, named by tool_use."""
-    old_results, names = _tool_results(old)
-    new_results, new_names = _tool_results(new)
-    names.update(new_names)
-    lines = []
-    for tool_use_id, before in old_results.items():
-        after = new_results.get(tool_use_id)
-        if after is not None and after != before:
-            lines.append(
-                f"tool result changed: {names.get(tool_use_id, 'a tool')} call {tool_use_id} returned "
-                f"{_excerpt(after)} (recorded: {_excerpt(before)})"
-            )
-    return lines
-
-
-def _tool_results(transcript: str) -> tuple[dict[str, str], dict[str, str]]:
-    results: dict[str, str] = {}
-    names: dict[str, str] = {}
-    for line in transcript.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        content = (record.get("message") or {}).get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if block.get("type") == "tool_use":
-                names[block["id"]] = block.get("name", "?")
-            elif block.get("type") == "tool_result":
-                value = block.get("content")
-                results[block["tool_use_id"]] = value if isinstance(value, str) else json.dumps(value)
-    return results, names
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return json.dumps(flat if len(flat) <= 60 else flat[:57] + "...", ensure_ascii=False)
+        return await judge_bundle(path if isinstance(path, Bundle) else load_bundle(folder))

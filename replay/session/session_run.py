@@ -28,6 +28,7 @@ from engine import (
     default_tools,
 )
 from replay.cassette.record import CassetteRecorder, RecordMode
+from replay.cassette.rewrite import DivergenceHook, RewriteCounts
 from replay.cassette.transport import LoggedRequest
 from replay.redact.redactor import current_redactor
 from replay.session.bundle import (
@@ -57,6 +58,8 @@ class SessionRun:
     unplayed: list[int] = field(default_factory=list)
     # Every request in order, with its fingerprint (and whether the cassette had it).
     requests: list[LoggedRequest] = field(default_factory=list)
+    # Record mode rewrite: what it did to the cassette's interactions.
+    rewrite: RewriteCounts | None = None
 
     def behaviour(self, session: str, prompts: Sequence[str]) -> BehaviourTrace:
         """The behaviour trace of this run, redacted (`replay.redact.redactor`) as its file is."""
@@ -87,6 +90,7 @@ async def run_session(
     base_url: str | None = None,
     strict: bool = False,
     stored_base_url: tuple[str, str] | None = None,
+    on_divergence: DivergenceHook | None = None,
 ) -> SessionRun:
     """Run ``spec``'s prompts in a scratch copy of ``workspace`` (so the bundle's own files
     never change), recording into or replaying from ``cassette``."""
@@ -102,6 +106,7 @@ async def run_session(
             session_dir=session_dir,
             strict=strict,
             stored_base_url=stored_base_url,
+            on_divergence=on_divergence,
         ) as recorder:
             async with recorder.async_client() as http_client:
                 model = AnthropicModel(http_client=http_client, api_key=api_key, base_url=base_url)
@@ -143,7 +148,12 @@ async def run_session(
         # Redacted as the recorded transcript was, so a replay compares like with like.
         transcript = current_redactor().redact_text(transcript)
         return SessionRun(
-            transcript=transcript, trace=list(engine.trace), results=results, unplayed=unplayed, requests=requests
+            transcript=transcript,
+            trace=list(engine.trace),
+            results=results,
+            unplayed=unplayed,
+            requests=requests,
+            rewrite=recorder.rewrite_counts,
         )
 
 

@@ -167,7 +167,7 @@ async def test_a_miss_names_the_request_shows_the_nearest_with_a_diff_and_says_h
     assert "#1 POST /v1/messages, 1 messages (not played yet) — differs at messages[0].content" in message
     assert '-   "content": "what is in notes.md?",' in message
     assert '+   "content": "what is in todo.md?",' in message
-    assert 'record mode "new_episodes"' in message
+    assert 'record mode "rewrite"' in message
 
 
 async def test_a_miss_reaches_the_engine_as_the_miss_never_as_a_connection_error() -> None:

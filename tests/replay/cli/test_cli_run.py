@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from replay.cli.app import app
+from replay.fake.model import FakeModel
+from replay.fake.scenario import Scenario
+from replay.fake.server import FakeModelServer
 from replay.session.demo import DEMO_DIR, DEMO_PROMPT
 from replay.session.recording import record_bundle
 from replay.session.runner import run_bundle
@@ -96,11 +101,88 @@ def test_run_update_accepts_new_behaviour_the_cassette_still_answers(tmp_path: P
     assert runner.invoke(app, ["run", str(bundle)]).exit_code == 0
 
 
-def test_run_update_refuses_when_the_cassette_cannot_answer(tmp_path: Path) -> None:
+def test_run_update_rerecords_from_the_first_divergence_says_what_it_kept_and_then_matches(tmp_path: Path) -> None:
     bundle = record_sync(tmp_path / "compacts", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
-    edit_settings(bundle, context_window=200_000)
+    edit_settings(bundle, context_window=200_000)  # no autocompact: the second request differs
 
-    assert_bad_input(runner.invoke(app, ["run", str(bundle), "--update"]), "Cannot update", "re-record")
+    updated = runner.invoke(app, ["run", str(bundle), "--update"])
+
+    assert updated.exit_code == 0, updated.output
+    assert updated.stdout.startswith(
+        f"UPDATED {bundle}: kept 1, re-recorded 1, pruned 2 interaction(s); replay run now matches.\n"
+    )
+    assert "  autocompact boundary no longer happens" in updated.stdout  # what was accepted
+    again = runner.invoke(app, ["run", str(bundle)])
+    assert again.exit_code == 0 and again.stdout.startswith(f"MATCH {bundle}")
+
+
+LIBRARY_DEMO = Path(__file__).resolve().parents[3] / "cassettes" / "demo"
+
+
+def _session(bundle: Path, **changes: object) -> None:
+    document = json.loads((bundle / "session.json").read_text())
+    for key, value in changes.items():
+        if key in document["settings"]:
+            document["settings"][key] = value
+        else:
+            document[key] = value
+    (bundle / "session.json").write_text(json.dumps(document, indent=2))
+
+
+@pytest.mark.parametrize(
+    ("drift", "counts"),
+    [
+        (lambda b: _session(b, max_turns=1), "kept 1, re-recorded 0, pruned 2"),
+        (lambda b: _session(b, prompts=["List the open TODOs."]), "kept 0, re-recorded 3, pruned 3"),
+        (lambda b: (b / "workspace" / "config.toml").write_text("strict = true\n"), "kept 1, re-recorded 2, pruned 2"),
+        (lambda b: _session(b, tools=["Read", "Write", "Edit", "Bash", "Glob"]), "kept 0, re-recorded 3, pruned 3"),
+    ],
+    ids=["settings", "prompt", "workspace-file", "tool-removed"],
+)
+def test_run_update_then_run_matches_for_a_settings_prompt_or_tool_drift(
+    tmp_path: Path, drift: Any, counts: str
+) -> None:
+    bundle = Path(shutil.copytree(LIBRARY_DEMO, tmp_path / "demo"))
+    drift(bundle)
+    assert runner.invoke(app, ["run", str(bundle)]).exit_code == 1
+
+    updated = runner.invoke(app, ["run", str(bundle), "--update"])
+
+    assert updated.exit_code == 0, updated.output
+    assert updated.stdout.startswith(f"UPDATED {bundle}: {counts} interaction(s); replay run now matches.\n")
+    again = runner.invoke(app, ["run", str(bundle)])
+    assert again.exit_code == 0 and again.stdout.startswith(f"MATCH {bundle}"), again.output
+
+
+def test_run_update_json_carries_the_counts(tmp_path: Path) -> None:
+    bundle = record_sync(tmp_path / "compacts", AUTOCOMPACT_TURNS, settings=SMALL_CONTEXT)
+    edit_settings(bundle, max_turns=1)  # the loop stops after its first call
+
+    result = runner.invoke(app, ["run", str(bundle), "--update", "--json"])
+
+    assert result.exit_code == 0, result.output
+    (report,) = json.loads(result.stdout)
+    assert report["updated"] is True
+    assert report["rewrite"] == {"kept": 1, "rerecorded": 0, "pruned": 2}
+    (matched,) = json.loads(runner.invoke(app, ["run", str(bundle), "--json"]).stdout)
+    assert matched["verdict"] == "match" and matched["rewrite"] is None
+
+
+def test_run_update_of_a_live_bundle_that_needs_the_api_without_a_key_exits_2_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeModelServer(FakeModel(Scenario.from_list([DONE]))) as server:  # standing in for the API
+        asyncio.run(record_bundle(tmp_path / "live", prompts=["hi"], api_key="sk-ant-test", base_url=server.url))
+    bundle = tmp_path / "live"
+    session = json.loads((bundle / "session.json").read_text())
+    (bundle / "session.json").write_text(json.dumps({**session, "prompts": ["hello"]}))
+    before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    result = runner.invoke(app, ["run", str(bundle), "--update"])
+
+    assert_bad_input(result, f"Cannot update the live bundle {bundle}: request 1 differs", "ANTHROPIC_API_KEY")
+    assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
 
 
 def test_run_on_a_missing_bundle_exits_2_with_one_line(tmp_path: Path) -> None:

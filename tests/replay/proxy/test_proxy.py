@@ -246,21 +246,64 @@ def test_the_cassette_is_saved_after_each_interaction_and_new_episodes_appends(
     assert not list(tmp_path.glob("*.tmp*"))
 
 
-@pytest.mark.parametrize("mode", ["all", "rewrite"])
-def test_all_and_rewrite_record_the_cassette_afresh(
-    tmp_path: Path, upstream: FakeModelServer, proxy: Proxy, mode: str
-) -> None:
+def test_all_records_the_cassette_afresh(tmp_path: Path, upstream: FakeModelServer, proxy: Proxy) -> None:
     cassette = tmp_path / "afresh.yaml"
     recording = proxy(cassette, mode="once", upstream=upstream.url)
     raw_exchange(recording.url, {**STREAMED, "stream": False})
     recording.stop()
 
-    again = proxy(cassette, mode=mode, upstream=upstream.url)
+    again = proxy(cassette, mode="all", upstream=upstream.url)
     raw_exchange(again.url, STREAMED)  # only this one is in the cassette afterwards
     again.stop()
 
     assert [r.outcome for r in again.requests] == [ProxyOutcome.RECORDED]
     assert [i.request.body.get("stream") for i in load_cassette(cassette).interactions] == [True]
+
+
+def test_rewrite_keeps_what_matches_up_to_the_first_difference_records_the_rest_and_prunes(
+    tmp_path: Path, upstream: FakeModelServer, proxy: Proxy
+) -> None:
+    cassette = tmp_path / "rewritten.yaml"
+    first, second = {**STREAMED, "stream": False}, {**STREAMED, "max_tokens": 32}
+    recording = proxy(cassette, mode="once", upstream=upstream.url)
+    for body in (first, second, second):
+        raw_exchange(recording.url, body)
+    recording.stop()
+    positioned_at: list[int] = []
+
+    def position(kept: Any) -> None:
+        positioned_at.append(len(kept))
+
+    again = proxy(cassette, mode="rewrite", upstream=upstream.url, on_divergence=position)
+    raw_exchange(again.url, first)  # as recorded: kept
+    raw_exchange(again.url, STREAMED)  # differs: recorded, and the recorded two after it are pruned
+    again.stop()
+
+    assert [r.outcome for r in again.requests] == [ProxyOutcome.MATCH, ProxyOutcome.RECORDED]
+    assert positioned_at == [1]
+    assert again.rewrite_counts is not None and again.rewrite_counts.to_json() == {
+        "kept": 1,
+        "rerecorded": 1,
+        "pruned": 2,
+    }
+    assert [i.request.body.get("max_tokens") for i in load_cassette(cassette).interactions] == [64, 64]
+
+
+def test_rewrite_prunes_on_stop_what_a_shorter_session_no_longer_requests(
+    tmp_path: Path, upstream: FakeModelServer, proxy: Proxy
+) -> None:
+    cassette = tmp_path / "shorter.yaml"
+    recording = proxy(cassette, mode="once", upstream=upstream.url)
+    raw_exchange(recording.url, {**STREAMED, "stream": False})
+    raw_exchange(recording.url, STREAMED)
+    recording.stop()
+
+    again = proxy(cassette, mode="rewrite", upstream=upstream.url)
+    raw_exchange(again.url, {**STREAMED, "stream": False})
+    again.stop()
+
+    assert [r.outcome for r in again.requests] == [ProxyOutcome.MATCH]
+    assert [i.request.body.get("stream") for i in load_cassette(cassette).interactions] == [False]
 
 
 def test_a_proxy_cassette_replays_under_the_sdk_transport_too(

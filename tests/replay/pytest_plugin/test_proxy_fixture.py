@@ -83,6 +83,6 @@ def test_replay_proxy_records_once_replays_offline_and_fails_a_changed_prompt_wi
     output = changed.stdout.str()
     assert "No recorded interaction matches request 1: POST /v1/messages" in output
     assert '-   "content": "Say hello",' in output and '+   "content": "Say goodbye",' in output
-    assert "pytest --record-mode=new_episodes" in output
+    assert "pytest --record-mode=rewrite" in output
     # The agent that swallowed the error answer still fails, at teardown, with the diagnosis.
     assert "ERROR at teardown of test_an_agent_that_swallows_errors" in output

@@ -178,15 +178,16 @@ def test_an_agents_own_clients_record_once_and_replay_offline_against_another_ba
     assert "differs at messages[0].content" in output
     assert '-   "content": "Say hello",' in output and '+   "content": "Say goodbye",' in output
     assert (
-        "To re-record this test: `pytest test_agent.py::test_sync_create --record-mode=rewrite` (records its "
-        "cassette afresh; --record-mode=new_episodes keeps what matches and records the rest)." in output
+        "To re-record this test: `pytest test_agent.py::test_sync_create --record-mode=rewrite` (keeps what "
+        "matches up to the first request that differs, records from there and prunes what is no longer requested; "
+        "--record-mode=new_episodes keeps everything and records what is missing)." in output
     )
     assert "Connection error" not in output and "APIConnectionError" not in output
     changed.stdout.fnmatch_lines(["FAILED test_agent.py::test_sync_create - Failed: No recorded*"])
     assert {path: path.read_bytes() for path in cassettes.rglob("*.yaml")} == kept
 
 
-def test_unplayed_interactions_fail_unless_allowed_and_rewrite_starts_afresh(
+def test_unplayed_interactions_fail_unless_allowed_and_rewrite_prunes_them(
     project: pytest.Pytester, fake_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project.makepyfile(test_counted=COUNTING_PROJECT)
@@ -216,7 +217,7 @@ def test_unplayed_interactions_fail_unless_allowed_and_rewrite_starts_afresh(
         ["ERROR: --replay-strict and --replay-allow-unplayed contradict each other; pass one."]
     )
 
-    # once keeps an existing cassette; rewrite records it afresh, with only what this run asks.
+    # once keeps an existing cassette; rewrite keeps the call this run still makes and prunes the other.
     run(project, "--record-mode=once").assert_outcomes(passed=1, errors=1)
     assert len(load_cassette(cassette).interactions) == 2
     run(project, "--record-mode=rewrite").assert_outcomes(passed=1)

@@ -1,0 +1,210 @@
+"""Accepting new behaviour (``replay run --update``): a drifted bundle is re-recorded from its
+first divergence, and converges — the next ``replay run`` is a MATCH.
+
+Under the bundle's writer lock, the bundle is replayed; if it drifted, a staging copy runs the
+session again in record mode ``rewrite`` (`replay.cassette.rewrite`): every interaction before
+the first request that differs is kept, the session continues against the bundle's source (the
+fake model serving its ``scenario.yaml``, positioned after the kept requests; or, for a live
+bundle, the real API, which needs ``ANTHROPIC_API_KEY`` only if a request actually differs),
+the rest is recorded and what was not requested is pruned. The cassette, transcript and traces
+are rewritten through the one redaction pass; ``session.json``, ``scenario.yaml`` and the
+workspace stay as they are. The staged bundle must replay to a MATCH before it is swapped in
+whole; otherwise nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from replay.cassette.record import RecordMode
+from replay.cassette.rewrite import DivergenceHook, KeptRequest, RewriteCounts
+from replay.fake.model import FakeModel
+from replay.fake.scenario import load_scenario
+from replay.fake.server import FakeModelServer
+from replay.redact.files import write_redacted
+from replay.session.bundle import (
+    CASSETTE_FILE,
+    FAKE_SERVER_BASE_URL,
+    PLACEHOLDER_KEY,
+    SCENARIO_FILE,
+    TRACE_JSON_FILE,
+    TRACE_TEXT_FILE,
+    TRANSCRIPT_FILE,
+    WORKSPACE_DIR,
+    Bundle,
+    BundleError,
+    load_bundle,
+)
+from replay.session.bundle_swap import new_staging, swap_into_place, sweep_stale
+from replay.session.judge import RunReport, judge_bundle
+from replay.session.session_run import SessionRun, run_session
+from replay.storage.bundle_lock import bundle_write_lock
+from replay.trace.behaviour import render_text
+
+__all__ = ["update_bundle"]
+
+
+async def update_bundle(
+    path: Path,
+    *,
+    wait: float = 0.0,
+    on_wait: Callable[[int | None], None] | None = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+) -> RunReport:
+    """Replay the bundle at ``path`` and, if it drifted, re-record it from its first divergence
+    and swap it in (``report.updated``, ``report.rewrite`` the counts). A live bundle records
+    with ``api_key`` and ``base_url`` (default: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``).
+    A bundle that matches is not touched. Bad input, or a live bundle that needs the API without
+    a key, raises ``BundleError`` and leaves the bundle as it was."""
+    started = time.perf_counter()
+    folder = Path(path)
+    with bundle_write_lock(folder, wait=wait, on_wait=on_wait):
+        bundle = load_bundle(folder)
+        report = await judge_bundle(bundle)
+        if report.matched:
+            return report
+        sweep_stale(folder)
+        staging = new_staging(folder)
+        try:
+            shutil.copytree(bundle.path, staging, symlinks=True, dirs_exist_ok=True)
+            session = report.recorded_trace.session if report.recorded_trace is not None else folder.name
+            counts = await _rerecord_from_divergence(
+                load_bundle(staging), session=session, source=_source(bundle, api_key=api_key, base_url=base_url)
+            )
+            check = await judge_bundle(load_bundle(staging))
+            if not check.matched:
+                shutil.rmtree(staging, ignore_errors=True)
+                first = check.differences[0] if check.differences else "it drifted"
+                report.differences.append(
+                    f"Not updated: the re-recorded bundle does not replay to a MATCH ({first}); the session is not "
+                    "deterministic, so nothing was written."
+                )
+                report.seconds = time.perf_counter() - started
+                return report
+            swap_into_place(staging, folder)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    report.updated, report.rewrite = True, counts
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where requests go from the divergence on."""
+
+    bundle: Bundle
+    api_key: str | None
+    base_url: str | None
+
+
+def _source(bundle: Bundle, *, api_key: str | None, base_url: str | None) -> _Source:
+    if not bundle.spec.live:
+        return _Source(bundle, None, None)
+    return _Source(
+        bundle,
+        api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY") or None,
+        base_url if base_url is not None else os.environ.get("ANTHROPIC_BASE_URL") or None,
+    )
+
+
+async def _rerecord_from_divergence(staged: Bundle, *, session: str, source: _Source) -> RewriteCounts:
+    """Run the staged bundle's session in record mode rewrite, in place, and write its
+    transcript and traces."""
+    if source.bundle.spec.live:
+        run = await _run_live(staged, source)
+    else:
+        run = await _run_scenario(staged, source)
+    assert run.rewrite is not None, "a session in record mode rewrite reports its counts"
+    behaviour = run.behaviour(session, staged.spec.prompts)
+    # Every file through the one redaction pass (replay.redact.redactor) before it reaches disk.
+    write_redacted(staged.path / TRANSCRIPT_FILE, run.transcript)
+    write_redacted(staged.path / TRACE_JSON_FILE, behaviour.dumps())
+    write_redacted(staged.path / TRACE_TEXT_FILE, render_text(behaviour))
+    return run.rewrite
+
+
+async def _run_scenario(staged: Bundle, source: _Source) -> SessionRun:
+    scenario_path = staged.path / SCENARIO_FILE
+    if not scenario_path.is_file():  # enough to prune; not to record
+        refusal = _Refusal(
+            f"and recording from there needs its {SCENARIO_FILE}, which is missing; restore it, or re-record "
+            "the bundle.",
+            bundle=source.bundle,
+        )
+        return refusal.check(await _run_rewrite(staged, on_divergence=refusal))
+    fake_model = FakeModel(load_scenario(scenario_path))
+
+    def position(kept: Sequence[KeptRequest]) -> None:
+        # The n-th request gets the n-th turn: the fake model answers as if it had served the kept ones.
+        fake_model.fast_forward((request.method, request.path, request.body) for request in kept)
+
+    server = FakeModelServer(fake_model)
+    base_url = server.start()
+    try:
+        return await _run_rewrite(
+            staged, base_url=base_url, stored_base_url=(base_url, FAKE_SERVER_BASE_URL), on_divergence=position
+        )
+    finally:
+        server.stop()
+
+
+async def _run_live(staged: Bundle, source: _Source) -> SessionRun:
+    if source.api_key is not None:
+        return await _run_rewrite(staged, api_key=source.api_key, base_url=source.base_url)
+    refusal = _Refusal(
+        "and recording from there needs the real API; set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another "
+        "endpoint).",
+        bundle=source.bundle,
+    )
+    return refusal.check(await _run_rewrite(staged, base_url=source.base_url, on_divergence=refusal))
+
+
+async def _run_rewrite(
+    staged: Bundle,
+    *,
+    api_key: str = PLACEHOLDER_KEY,
+    base_url: str | None = None,
+    stored_base_url: tuple[str, str] | None = None,
+    on_divergence: DivergenceHook | None = None,
+) -> SessionRun:
+    return await run_session(
+        staged.spec,
+        staged.path / WORKSPACE_DIR,
+        cassette=staged.path / CASSETTE_FILE,
+        mode=RecordMode.REWRITE,
+        api_key=api_key,
+        base_url=base_url,
+        stored_base_url=stored_base_url,
+        on_divergence=on_divergence,
+    )
+
+
+class _Refusal:
+    """A divergence hook for a bundle whose source cannot be reached: a session that only keeps
+    and prunes needs none; at the first request that differs it refuses (the engine ends that
+    turn with the error, and every later request fails the same way), and `check` raises it."""
+
+    def __init__(self, why: str, *, bundle: Bundle) -> None:
+        self._why, self._bundle = why, bundle
+        self.message: str | None = None
+
+    def __call__(self, kept: Sequence[KeptRequest]) -> None:
+        kind = "live bundle" if self._bundle.spec.live else "bundle"
+        self.message = (
+            f"Cannot update the {kind} {self._bundle.path}: request {len(kept) + 1} differs from its cassette, "
+            f"{self._why} Nothing was written."
+        )
+        raise BundleError(self.message)
+
+    def check(self, run: SessionRun) -> SessionRun:
+        if self.message is not None:
+            raise BundleError(self.message)
+        return run
