@@ -26,6 +26,7 @@ from replay.pytest_plugin.options import (
     CassetteLocation,
     MarkerArguments,
     PluginOptions,
+    bundle_record_hint,
     default_cassette_name,
     load_located_bundle,
     locate_cassette,
@@ -292,6 +293,8 @@ async def _cassette_engine(
         except CassetteError as exc:
             pytest.fail(str(exc), pytrace=False)
         assert recorder.recording == recording, "the plugin and CassetteRecorder disagree on when to record"
+        if bundle is not None and recorder.player is not None:  # a miss names the way to accept it
+            recorder.player.rerecord_hint = bundle_record_hint(request.node.nodeid)
         if guard is not None:
             guard.allow_remote = live_remote
         client = recorder.async_client()
