@@ -9,14 +9,13 @@ from typing import Annotated
 
 import typer
 
-from engine import EngineSettings
 from replay.cli.common import bad_input, count, fail, say_waiting
 from replay.cli.signals import cleanup_on_sigterm
 from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
 from replay.fake.server import FakeModelServer
 from replay.loopback import is_loopback
-from replay.session.bundle import SESSION_FILE, WORKSPACE_DIR
+from replay.session.bundle import SESSION_FILE
 from replay.session.recording import record_bundle
 
 __all__ = ["record", "serve"]
@@ -40,7 +39,8 @@ def record(
         typer.Option(
             "--prompt",
             metavar="TEXT",
-            help="A prompt to submit, as the user would type it (at least one); repeat it for several, sent in order.",
+            help="A prompt to submit, as the user would type it; repeat it for several, sent in order. "
+            "Default: the scenario's prompts.",
         ),
     ] = None,
     workspace: Annotated[
@@ -57,7 +57,10 @@ def record(
         bool, typer.Option("--live", help=f"Record against the real Anthropic API (needs {API_KEY_VARIABLE}).")
     ] = False,
     model: Annotated[
-        str | None, typer.Option("--model", metavar="MODEL", help="The model to ask (default: the engine's).")
+        str | None,
+        typer.Option(
+            "--model", metavar="MODEL", help="The model to ask (default: the scenario's setting, else the engine's)."
+        ),
     ] = None,
     base_url: Annotated[
         str | None,
@@ -80,8 +83,12 @@ def record(
     exactly as a live recording does, with no key and no network. With --live the prompts go to
     the real API; the key is read from ANTHROPIC_API_KEY and never written to the bundle.
 
+    Flags win over the scenario's prompts:, settings: and session:, which win over the defaults;
+    --model changes only the model. A script that runs out of turns is refused (exit 2).
+
     Examples:
 
+        replay record --scenario cassettes/demo/scenario.yaml --out cassettes/review
         replay record --scenario cassettes/demo/scenario.yaml \\
             --prompt "Review notes.md" --out cassettes/review
         replay record --live --prompt "List the files" \\
@@ -94,27 +101,21 @@ def record(
         fail("Give either --scenario (the fake model) or --live (the real API), not both.")
     if not live and scenario is None:
         fail("replay record needs --scenario FILE (record against the fake model) or --live (against the real API).")
-    if not prompts:
-        fail(
-            "replay record needs at least one --prompt TEXT: the scenario scripts the model's answers, "
-            "the prompts are what the user says."
-        )
+    if live and not prompts:
+        fail("replay record --live needs at least one --prompt TEXT: the prompts are what the user says.")
     api_key = os.environ.get(API_KEY_VARIABLE) if live else None
     if live and not api_key:
         fail(f"A live recording needs an API key: set {API_KEY_VARIABLE} (export {API_KEY_VARIABLE}=sk-ant-...).")
     if out.exists() and not (out / SESSION_FILE).is_file() and (not out.is_dir() or any(out.iterdir())):
         fail(f"{out} exists and is not a bundle; refusing to replace it. Choose a new --out folder.")
-    if workspace is None and scenario is not None and (scenario.parent / WORKSPACE_DIR).is_dir():
-        workspace = scenario.parent / WORKSPACE_DIR
-    settings = EngineSettings(model=model) if model else EngineSettings()
     with cleanup_on_sigterm(), bad_input():
         bundle = asyncio.run(
             record_bundle(
                 out,
-                prompts=prompts,
+                prompts=prompts or (),
                 scenario=scenario,
                 workspace=workspace,
-                settings=settings,
+                overrides={"model": model},
                 api_key=api_key,
                 base_url=base_url,
                 wait=wait,
@@ -124,8 +125,9 @@ def record(
         trace = bundle.recorded_trace()
     passes = sum(len(p.passes) for p in trace.prompts) if trace is not None else 0
     terminals = ", ".join(str(p.terminal) for p in trace.prompts) if trace is not None else "?"
-    noun = "terminal" if len(prompts) == 1 else "terminals"
-    typer.echo(f"Recorded {out}: {count(len(prompts), 'prompt')}, {count(passes, 'pass')}, {noun} {terminals}.")
+    submitted = len(bundle.spec.prompts)
+    noun = "terminal" if submitted == 1 else "terminals"
+    typer.echo(f"Recorded {out}: {count(submitted, 'prompt')}, {count(passes, 'pass')}, {noun} {terminals}.")
     typer.echo(f"Replay it offline with: replay run {out}")
 
 

@@ -71,7 +71,13 @@ class FakeModelError(Exception):
 
 
 class ScenarioExhaustedError(FakeModelError):
-    """A POST /v1/messages arrived after the scenario's last scripted turn."""
+    """A POST /v1/messages arrived after the scenario's last scripted turn: ``request`` (numbered
+    from 1, as turns are) found none of the script's ``turns``; ``last_user_message`` is its
+    last user message, shortened."""
+
+    def __init__(self, message: str, *, turns: int, request: int, last_user_message: str) -> None:
+        super().__init__(message)
+        self.turns, self.request, self.last_user_message = turns, request, last_user_message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +114,8 @@ class FakeModel:
         # Where the current conversation's requests start in `requests` (request ids count from it).
         self._conversation_start = 0
         self._last_turn_was_answer = False
+        self.exhausted: ScenarioExhaustedError | None = None
+        """The first request the script had no turn for (a recording of such a run is refused)."""
         # The loopback server may call respond from several threads; turns must stay in order.
         self._lock = threading.Lock()
 
@@ -176,7 +184,9 @@ class FakeModel:
         self._message_requests += 1
         number = self._message_requests
         if number > len(self.scenario.turns):
-            raise ScenarioExhaustedError(self._exhausted_message(number, request))
+            exhausted = self._exhausted(number, request)
+            self.exhausted = self.exhausted or exhausted
+            raise exhausted
         turn = self.scenario.turns[number - 1]
         self._last_turn_was_answer = isinstance(turn, Turn)
         streaming = request.get("stream") is True
@@ -223,14 +233,15 @@ class FakeModel:
         requested = request.get("model")
         return self.scenario.model or (requested if isinstance(requested, str) else self.model_name_default)
 
-    def _exhausted_message(self, number: int, request: Mapping[str, Any]) -> str:
+    def _exhausted(self, number: int, request: Mapping[str, Any]) -> ScenarioExhaustedError:
         count = len(self.scenario.turns)
         script = f"The scenario {self.scenario.name!r}" if self.scenario.name else "The scenario"
-        return (
+        last = _last_user_text(request)
+        message = (
             f"{script} has {count} turn{'' if count == 1 else 's'}, but request {number} to POST {Route.MESSAGES} "
-            f"had no scripted turn (last user message: {_last_user_text(request)!r}); "
-            f"add a turn to the scenario for it."
+            f"had no scripted turn (last user message: {last!r}); add a turn to the scenario for it."
         )
+        return ScenarioExhaustedError(message, turns=count, request=number, last_user_message=last)
 
 
 @dataclass(frozen=True, kw_only=True)

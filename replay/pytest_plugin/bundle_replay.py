@@ -15,10 +15,10 @@ import pytest
 
 from replay.network_guard import NetworkGuard
 from replay.pytest_plugin.options import (
-    BUNDLE_RECORD_HINT,
     MARKER,
     MarkerArguments,
     PluginOptions,
+    bundle_record_hint,
     load_located_bundle,
     locate_cassette,
 )
@@ -86,11 +86,11 @@ def replay_bundle(request: pytest.FixtureRequest, _replay_network_guard: Network
         if missed:
             errors = [r.result for r in run.results if r.is_error]
             message = errors[0] if errors else f"Request {missed[0].fingerprint[:12]} is not recorded."
-            raise CassetteMismatchError(f"{message}\n{BUNDLE_RECORD_HINT}")
+            raise CassetteMismatchError(f"{message}\n{bundle_record_hint(request.node.nodeid)}")
         if run.unplayed:
             message = unplayed_message(bundle.cassette_path, run.unplayed)
             if strict:
-                raise UnplayedInteractionsError(f"{message} {BUNDLE_RECORD_HINT}")
+                raise UnplayedInteractionsError(f"{message} {bundle_record_hint(request.node.nodeid)}")
             warnings.warn(UnplayedInteractionsWarning(message), stacklevel=2)
         return ReplayedBundle(bundle, run, run.behaviour(bundle.path.name, bundle.spec.prompts), rewrite)
 

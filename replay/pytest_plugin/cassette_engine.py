@@ -26,6 +26,7 @@ from replay.pytest_plugin.options import (
     CassetteLocation,
     MarkerArguments,
     PluginOptions,
+    bundle_record_hint,
     default_cassette_name,
     load_located_bundle,
     locate_cassette,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from replay.fake.model import FakeModel
     from replay.fake.scenario import Scenario
     from replay.session.bundle import Bundle
+    from replay.session.session_setup import SessionSetup
     from replay.trace.behaviour import BehaviourTrace
 
 try:  # optional: a project without pytest-asyncio sees pytest's own error for an async fixture
@@ -74,9 +76,11 @@ def _offline() -> ToolEnvironment:
 class CassetteEngine:
     """A ``QueryEngine`` wired to the test's cassette through ``CassetteRecorder`` (replayed, or
     recorded under ``--record-mode``), working in a temp workspace the test can fill; a
-    bundle's workspace, settings, tools and seed are copied in. ``submit`` runs one prompt and
-    ``trace()`` is the behaviour trace of everything submitted. ``tool_environment`` is what
-    Bash and command hooks get: a bundle's ``env``, offline unless recording live."""
+    bundle's workspace, settings, tools and seed are copied in, and a marker scenario's
+    ``settings:`` and ``session:`` set up a recording from it (`resolve_setup`: what ``start`` is
+    given wins). ``submit`` runs one prompt and ``trace()`` is the behaviour trace of everything
+    submitted. ``tool_environment`` is what Bash and command hooks get: a bundle's or scenario's
+    ``env``, offline unless recording live."""
 
     name: str
     location: CassetteLocation
@@ -90,6 +94,10 @@ class CassetteEngine:
     results: list[QueryResult] = field(default_factory=list)
     _live_sleep: bool = False
     _engine: QueryEngine | None = None
+    # The marker's scenario, when the fake model serves this recording.
+    _scenario: Scenario | None = None
+    _scenario_path: Path | None = None
+    _fake: FakeModel | None = None
 
     def __repr__(self) -> str:
         doing = "recording into" if self.recording else "replaying"
@@ -119,16 +127,18 @@ class CassetteEngine:
         seed: int | None = None,
     ) -> QueryEngine:
         """Create the engine with these options (before the first ``submit``); unset ones come
-        from the bundle, or the engine's defaults."""
+        from the bundle's session.json or the marker's scenario, else the engine's defaults."""
         from engine import QueryDeps, QueryEngine, default_tools
 
         if self._engine is not None:
             raise RuntimeError("The replay engine has already started; call start() before the first submit().")
+        setup = self.setup(settings=settings)
         spec = self.bundle.spec if self.bundle is not None else None
         if spec is not None:
-            settings = settings or spec.settings
             tools = tools if tools is not None else [t for t in default_tools() if t.name in spec.tools]
             seed = spec.seed if seed is None else seed
+        if hooks is None and setup.options.hooks:
+            hooks = setup.options.build_hooks()
         deps = QueryDeps.deterministic(self.model, seed=seed or 0)
         if self._live_sleep:
             deps = dataclasses.replace(deps, sleep=_waiting(deps.clock))  # type: ignore[arg-type]
@@ -136,12 +146,39 @@ class CassetteEngine:
             deps=deps,
             workspace=self.workspace,
             session_dir=self.session_dir,
-            settings=settings,
+            settings=setup.settings,
             tools=tools,
+            can_use_tool=setup.options.build_permissions(),
             hooks=hooks,
             tool_environment=self.tool_environment,
         )
         return self._engine
+
+    def setup(self, *, settings: EngineSettings | None = None) -> SessionSetup:
+        """The session's set-up by the one rule (`replay.session.session_setup`): ``settings`` if
+        given, else the bundle's session.json or the marker's scenario, else the defaults."""
+        from replay.session.bundle import BundleError
+        from replay.session.session_setup import resolve_setup
+
+        try:
+            return resolve_setup(
+                scenario=self._scenario,
+                scenario_path=self._scenario_path,
+                spec=self.bundle.spec if self.bundle is not None else None,
+                settings=settings,
+                need_prompts=False,
+            )
+        except BundleError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    def check_script(self) -> None:
+        """Fail the test if the scenario's script ran out of turns while recording: the loop
+        ends ``completed`` after the fake server's 500, so the test might pass on a broken script."""
+        from replay.session.recording import exhausted_message
+
+        __tracebackhide__ = True
+        if self._fake is not None and self._fake.exhausted is not None:
+            pytest.fail(exhausted_message(self._fake.exhausted, self._scenario_path, self.cassette), pytrace=False)
 
     @property
     def engine(self) -> QueryEngine:
@@ -164,6 +201,7 @@ class CassetteEngine:
                 result = item
         assert result is not None, "submit_message ended without a QueryResult"
         self.results.append(result)
+        self.check_script()
         missed = [r for r in self.recorder.request_log[seen:] if not r.matched]
         if missed and not self.recording:
             # The engine ends the turn with model_error and the miss message (which says how to
@@ -200,7 +238,6 @@ async def _cassette_engine(
     from replay.cassette.record import CassetteRecorder, RecordMode
     from replay.fake.model import FakeModel
     from replay.fake.server import FakeModelServer
-    from replay.schema.options import SessionOptions
     from replay.session.bundle import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY
     from replay.storage.bundle_lock import BundleBusyError, bundle_write_lock
 
@@ -229,9 +266,13 @@ async def _cassette_engine(
     # would replace the cassette with an empty one.
     recording = mode is not RecordMode.NONE and (mode is not RecordMode.ONCE or not cassette.exists())
     api_key, base_url, live_remote = PLACEHOLDER_KEY, None, False
-    scenario = _scenario(marked.scenario) if recording and marked.scenario is not None else None
+    # The marker's scenario sets the session up whether it is recorded or replayed (a cassette
+    # file holds only the HTTP, so a replay set up otherwise would ask other questions); a
+    # bundle has its own set-up in session.json.
+    scenario = _scenario(marked.scenario) if bundle is None and marked.scenario is not None else None
     if recording and scenario is None:
         api_key, base_url, live_remote = _live_endpoint(cassette)
+    fake = FakeModel(scenario) if recording and scenario is not None else None
     async with contextlib.AsyncExitStack() as stack:
         if recording:  # one writer of a cassette at a time; released after the recorder saves it
             try:
@@ -239,12 +280,14 @@ async def _cassette_engine(
             except BundleBusyError as exc:
                 pytest.fail(str(exc), pytrace=False)
         on_divergence: DivergenceHook | None = None
-        if scenario is not None:
-            fake_model = FakeModel(scenario)
-            server = FakeModelServer(fake_model)
+        if fake is not None:
+            # After the recorder has saved, before the lock is released: a script that ran out
+            # leaves the cassette as it was.
+            stack.callback(_restore_if_exhausted, fake, cassette, cassette.read_bytes() if cassette.is_file() else None)
+            server = FakeModelServer(fake)
             base_url = server.start()
             stack.callback(server.stop)
-            on_divergence = _positioning(fake_model)
+            on_divergence = _positioning(fake)
         recorder = CassetteRecorder(
             cassette,
             mode=mode,
@@ -260,6 +303,8 @@ async def _cassette_engine(
         except CassetteError as exc:
             pytest.fail(str(exc), pytrace=False)
         assert recorder.recording == recording, "the plugin and CassetteRecorder disagree on when to record"
+        if bundle is not None and recorder.player is not None:  # a miss names the way to accept it
+            recorder.player.rerecord_hint = bundle_record_hint(request.node.nodeid)
         if guard is not None:
             guard.allow_remote = live_remote
         client = recorder.async_client()
@@ -272,16 +317,19 @@ async def _cassette_engine(
             session_dir=session_dir,
             model=AnthropicModel(http_client=client, api_key=api_key, base_url=base_url),
             bundle=bundle,
-            tool_environment=(bundle.spec.options if bundle is not None else SessionOptions()).tool_environment(
-                live_recording=live_remote
-            ),
             _live_sleep=live_remote,
+            _scenario=scenario,
+            _scenario_path=marked.scenario if scenario is not None else None,
+            _fake=fake,
         )
+        cassette_engine.tool_environment = cassette_engine.setup().options.tool_environment(live_recording=live_remote)
         yield cassette_engine
         if cassette_engine._engine is not None:
             cassette_engine._engine.close()
         await stack.aclose()  # the client, then the recorder: saved if recording, checked if strict
     # (An UnplayedInteractionsError from a strict recorder propagates from aclose; see the fixture.)
+    if not call_failed(request)[0]:
+        cassette_engine.check_script()  # a script run out by engine calls other than submit()
     if not recorder.recording and not strict and not call_failed(request)[0]:
         unplayed = recorder.unplayed()
         if unplayed:
@@ -295,6 +343,17 @@ def _positioning(fake_model: FakeModel) -> DivergenceHook:
         fake_model.fast_forward((r.method, r.path, r.body) for r in kept)
 
     return position
+
+
+def _restore_if_exhausted(fake: FakeModel, cassette: Path, previous: bytes | None) -> None:
+    from replay.storage.atomic import atomic_write_text
+
+    if fake.exhausted is None:
+        return
+    if previous is None:
+        cassette.unlink(missing_ok=True)
+    else:
+        atomic_write_text(cassette, previous.decode("latin-1"), encoding="latin-1")  # latin-1: byte for byte
 
 
 def _live_endpoint(cassette: Path) -> tuple[str, str | None, bool]:

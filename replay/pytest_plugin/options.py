@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from replay.pytest_plugin.outcome import SnapshotKeeper
+
 # Loaded with the plugin, by every pytest run where agent-replay is installed: the engine, the
 # SDK and vcrpy are imported only when a fixture is used (see the package's __init__).
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ __all__ = [
     "CassetteLocation",
     "MarkerArguments",
     "PluginOptions",
+    "bundle_record_hint",
     "default_cassette_name",
     "load_located_bundle",
     "locate_cassette",
@@ -35,9 +38,20 @@ __all__ = [
 MARKER = "replay_cassette"
 CASSETTE_SUFFIXES = (".yaml", ".yml", ".json")
 RECORD_HINT = "Run pytest with --record-mode=once to record cassettes that do not exist yet."
-BUNDLE_RECORD_HINT = (
-    "A bundle is re-recorded whole: `replay record --scenario FILE --prompt TEXT --out DIR` (or --live)."
-)
+
+
+def bundle_record_hint(nodeid: str) -> str:
+    """How to accept a bundle's new behaviour from the test ``nodeid``: re-record the bundle and
+    update the test's trace snapshots in one run. ``--snapshot-update`` alone would re-record
+    nothing, and would only fail again on the same bundle."""
+    return (
+        f"To accept the new behaviour: `pytest {nodeid} --record-mode=rewrite --snapshot-update` re-records the "
+        "bundle from its first differing request and updates the test's trace snapshot."
+    )
+
+
+# Where no test is at hand (the same command, for the test that replays the bundle).
+BUNDLE_RECORD_HINT = bundle_record_hint("<test id>")
 
 
 # -- options, marker, settings -------------------------------------------------------------
@@ -92,6 +106,8 @@ def _record_mode_option(value: str) -> RecordMode:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("replay_allow_unplayed", False) and config.getoption("replay_strict", False):
         raise pytest.UsageError("--replay-strict and --replay-allow-unplayed contradict each other; pass one.")
+    if not config.pluginmanager.has_plugin(SnapshotKeeper.name):
+        config.pluginmanager.register(SnapshotKeeper(config), SnapshotKeeper.name)
     config.addinivalue_line(
         "markers",
         f"{MARKER}(name=None, *, scenario=None, strict=None): the cassette or bundle the replay fixtures use, "

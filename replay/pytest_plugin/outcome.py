@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-__all__ = ["UnplayedInteractionsWarning", "call_failed", "pytest_runtest_makereport", "unplayed_message"]
+__all__ = [
+    "SnapshotKeeper",
+    "UnplayedInteractionsWarning",
+    "call_failed",
+    "pytest_runtest_makereport",
+    "unplayed_message",
+]
 
 
 class UnplayedInteractionsWarning(UserWarning):
@@ -28,6 +34,41 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call":
         item.stash[_CALL_REPORT] = report
     return report
+
+
+class SnapshotKeeper:
+    """Keeps syrupy from deleting snapshots in a run where a snapshot test failed.
+
+    A test that fails before it asserts its snapshot (a replay that drifted from its bundle) has
+    not used it, and ``--snapshot-update`` deletes every unused snapshot: the committed trace would
+    go with the failure. syrupy offers no way to mark a snapshot used (its extension API decides
+    only what is discovered and deleted, and the default extension still finds and deletes the
+    file), so the plugin turns on syrupy's own ``--snapshot-no-cleanup`` for such a run: nothing is
+    deleted, syrupy reports the snapshots as unused, and a later run that passes cleans up.
+
+    A plugin object with the config, registered by ``pytest_configure``: under xdist the
+    controller, which deletes, hears of each test only through its reports."""
+
+    name = "replay-snapshot-keeper"
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.kept_for: str | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # syrupy marks every test that uses its snapshot fixture (trace_snapshot included).
+        if not (report.failed and report.when in ("setup", "call") and "syrupy_snapshot" in report.keywords):
+            return
+        if hasattr(self.config.option, "no_cleanup") and not self.config.option.no_cleanup:
+            self.config.option.no_cleanup = True
+            self.kept_for = report.nodeid
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.kept_for is not None and self.config.option.update_snapshots:
+            terminalreporter.write_line(
+                f"agent-replay: no snapshot was deleted, because {self.kept_for} failed before it could use its "
+                "snapshot; once the failing tests pass, --snapshot-update cleans up unused snapshots."
+            )
 
 
 def call_failed(request: pytest.FixtureRequest) -> tuple[bool, str]:

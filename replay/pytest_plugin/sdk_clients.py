@@ -32,11 +32,11 @@ import pytest
 
 from replay.network_guard import NetworkGuard
 from replay.pytest_plugin.options import (
-    BUNDLE_RECORD_HINT,
     MARKER,
     CassetteLocation,
     MarkerArguments,
     PluginOptions,
+    bundle_record_hint,
     default_cassette_name,
     load_located_bundle,
     locate_cassette,
@@ -154,7 +154,7 @@ class ServedCassette:
 
     def _rerecord_hint(self) -> str:
         if self.location.is_bundle:
-            return BUNDLE_RECORD_HINT
+            return bundle_record_hint(self.nodeid)
         return (
             f"To re-record this test: `pytest {self.nodeid} --record-mode=rewrite` (keeps what matches up to "
             "the first request that differs, records from there and prunes what is no longer requested; "

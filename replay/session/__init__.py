@@ -1,10 +1,11 @@
 """Session bundles, the folders that hold a recorded session: their layout and loading
-(`bundle`), recording one (`recording`), running its session again (`session_run`), comparing
-two (`bundle_diff`), re-executing one against its recording (`runner`, judged by `judge`),
-accepting its new behaviour from the first divergence (`bundle_update`), re-recording
-(`rerecord`), checking a whole library (`verify`), the library's coverage of the loop
-(`library_coverage`), scrubbing bundles (`scrub_files`), swapping a rewritten bundle into place
-(`bundle_swap`), and the demo (`demo`).
+(`bundle`), the one rule that sets a session up (`session_setup`), recording one
+(`recording`), running its session again (`session_run`), comparing two (`bundle_diff`),
+re-executing one against its recording (`runner`, judged by `judge`), accepting its new
+behaviour from the first divergence (`bundle_update`), re-recording (`rerecord`), checking a
+whole library (`verify`), the library's coverage of the loop (`library_coverage`), scrubbing
+bundles (`scrub_files`), swapping a rewritten bundle into place (`bundle_swap`), and the demo
+(`demo`).
 
 May import: `replay.trace`, `replay.cassette`, `replay.fake`, `replay.schema`, `replay.redact`,
 `replay.storage`, `engine`.

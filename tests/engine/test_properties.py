@@ -416,10 +416,14 @@ async def record_and_replay(
     for name, text in FILES.items():
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text(text)
+    # A recording refuses a script that runs out of turns, so closing answers follow the generated
+    # turns: each ends its prompt, or, under a token budget, is one of the few continuations
+    # before the loop sees diminishing returns.
+    closing = [{"content": [{"text": "Done."}]}] * (8 * len(prompts))
     bundle = await record_bundle(
         root / "bundle",
         prompts=prompts,
-        scenario=Scenario.from_list(script),
+        scenario=Scenario.from_list([*script, *closing]),
         workspace=workspace,
         settings=EngineSettings(**options),
         options=SessionOptions(interrupt=interrupt),

@@ -78,10 +78,49 @@ def test_record_replaces_an_existing_bundle_but_never_another_folder(tmp_path: P
     assert (project / "main.py").read_text() == "print('mine')\n"
 
 
-def test_record_without_a_prompt_says_what_prompts_are(tmp_path: Path, scenario: Path) -> None:
+def test_record_without_a_prompt_here_or_in_the_scenario_names_the_scenario_file(
+    tmp_path: Path, scenario: Path
+) -> None:
     result = runner.invoke(app, ["record", "--scenario", str(scenario), "--out", str(tmp_path / "b")])
-    assert_bad_input(result, "at least one --prompt TEXT")
+    assert_bad_input(result, f"Nothing to submit: {scenario} lists no prompts", "--prompt TEXT")
     assert not (tmp_path / "b").exists()
+
+
+def test_record_takes_the_scenarios_prompts_and_settings_and_a_flag_overlays_one(tmp_path: Path) -> None:
+    scenario = tmp_path / "limited.yaml"
+    scenario.write_text(
+        "version: 1\nprompts: [List the files]\nsettings: {max_turns: 1, model: claude-scripted}\nturns:\n"
+        "  - content: [{tool_use: {name: Glob, input: {pattern: '*'}}}]\n"
+    )
+    out = tmp_path / "limited"
+
+    result = runner.invoke(app, ["record", "--scenario", str(scenario), "--out", str(out), "--model", "claude-flag"])
+
+    assert result.exit_code == 0, result.output
+    assert f"Recorded {out}: 1 prompt, 1 pass, terminal max_turns." in result.stdout
+    session = json.loads((out / "session.json").read_text())
+    assert session["prompts"] == ["List the files"]
+    assert (session["settings"]["model"], session["settings"]["max_turns"]) == ("claude-flag", 1)
+
+
+def test_record_refuses_a_script_that_runs_out_and_keeps_the_old_bundle(tmp_path: Path, scenario: Path) -> None:
+    out = tmp_path / "hello"
+    assert (
+        runner.invoke(app, ["record", "--scenario", str(scenario), "--prompt", "hi", "--out", str(out)]).exit_code == 0
+    )
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    # Three prompts need three turns; the script has two.
+    prompts = ["--prompt", "hi", "--prompt", "again", "--prompt", "and once more"]
+    result = runner.invoke(app, ["record", "--scenario", str(scenario), *prompts, "--out", str(out)])
+
+    assert_bad_input(
+        result,
+        f"{scenario} ran out of turns: it has 2 turns, but request 3 to the model needed turn 3 "
+        "(last user message: 'and once more')",
+        f"Nothing was written to {out}.",
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
 def test_record_with_a_yaml_syntax_error_names_the_file(tmp_path: Path) -> None:

@@ -104,3 +104,21 @@ async def test_a_scenario_with_prompts_and_settings_records_without_either_being
 async def test_nothing_to_submit_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match=r"Nothing to submit"):
         await record_bundle(tmp_path / "bundle", scenario=ANSWER)
+
+
+async def test_a_script_that_runs_out_is_refused_naming_the_file_the_turn_and_the_prompt(tmp_path: Path) -> None:
+    script = tmp_path / "short.yaml"
+    script.write_text("version: 1\nprompts: [hi, bye]\nturns:\n  - content: [{text: Hello.}]\n")
+    bundle = await record_bundle(tmp_path / "bundle", scenario=script, prompts=["hi"])
+    before = {p.name: p.read_bytes() for p in bundle.path.iterdir() if p.is_file()}
+
+    with pytest.raises(BundleError) as refused:
+        await record_bundle(bundle.path, scenario=script)
+
+    assert str(refused.value) == (
+        f"{script} ran out of turns: it has 1 turn, but request 2 to the model needed turn 2 (last user message: "
+        f"'bye'); add that turn to the scenario (or check its prompts and settings). Nothing was written to "
+        f"{bundle.path}."
+    )
+    assert {p.name: p.read_bytes() for p in bundle.path.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle", "short.yaml"]
