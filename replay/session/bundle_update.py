@@ -42,6 +42,7 @@ from replay.session.bundle import (
 )
 from replay.session.bundle_swap import new_staging, swap_into_place, sweep_stale
 from replay.session.judge import RunReport, judge_bundle
+from replay.session.recording import exhausted_message
 from replay.session.session_run import SessionRun, run_session
 from replay.storage.bundle_lock import bundle_write_lock
 from replay.trace.behaviour import render_text
@@ -149,11 +150,17 @@ async def _run_scenario(staged: Bundle, source: _Source) -> SessionRun:
     server = FakeModelServer(fake_model)
     base_url = server.start()
     try:
-        return await _run_rewrite(
+        run = await _run_rewrite(
             staged, base_url=base_url, stored_base_url=(base_url, FAKE_SERVER_BASE_URL), on_divergence=position
         )
     finally:
         server.stop()
+    if fake_model.exhausted is not None:
+        # As for a recording: the loop ends `completed` after the server's 500, which would look
+        # like a finished session.
+        folder = source.bundle.path
+        raise BundleError(exhausted_message(fake_model.exhausted, folder / SCENARIO_FILE, folder))
+    return run
 
 
 async def _run_live(staged: Bundle, source: _Source) -> SessionRun:

@@ -167,6 +167,26 @@ async def test_a_bundle_without_its_scenario_can_prune_but_not_record(tmp_path: 
     assert report.rewrite is not None and report.rewrite.to_json() == {"kept": 1, "rerecorded": 0, "pruned": 2}
 
 
+async def test_a_scenario_that_runs_out_while_updating_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    bundle = library_copy(tmp_path)
+    scenario = bundle / "scenario.yaml"
+    # The demo's last turn (the answer after the write) is gone: re-recorded from request 1, the
+    # session needs it.
+    text = scenario.read_text()
+    scenario.write_text(text[: text.rindex("  - content:")])
+    another_prompt(bundle)
+    before = files(bundle)
+
+    with pytest.raises(BundleError) as refused:
+        await run_bundle(bundle, update=True)
+
+    message = str(refused.value)
+    assert message.startswith(f"{scenario} ran out of turns: it has 2 turns, but request 3 to the model needed turn 3")
+    assert message.endswith(f"Nothing was written to {bundle}.")
+    assert files(bundle) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["demo"]
+
+
 # --- live bundles -------------------------------------------------------------------------------
 
 ANSWER = {"content": [{"text": "Hello."}]}
