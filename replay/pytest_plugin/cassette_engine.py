@@ -32,6 +32,7 @@ from replay.pytest_plugin.options import (
     locate_cassette,
 )
 from replay.pytest_plugin.outcome import UnplayedInteractionsWarning, call_failed, unplayed_message
+from replay.pytest_plugin.script_guard import ScriptGuard
 
 # Loaded with the plugin, by every pytest run where agent-replay is installed, and before any
 # test asks for it: the engine, the SDK and vcrpy are imported only when a fixture is used
@@ -97,7 +98,7 @@ class CassetteEngine:
     # The marker's scenario, when the fake model serves this recording.
     _scenario: Scenario | None = None
     _scenario_path: Path | None = None
-    _fake: FakeModel | None = None
+    _script: ScriptGuard | None = None
 
     def __repr__(self) -> str:
         doing = "recording into" if self.recording else "replaying"
@@ -174,11 +175,9 @@ class CassetteEngine:
     def check_script(self) -> None:
         """Fail the test if the scenario's script ran out of turns while recording: the loop
         ends ``completed`` after the fake server's 500, so the test might pass on a broken script."""
-        from replay.session.recording import exhausted_message
-
         __tracebackhide__ = True
-        if self._fake is not None and self._fake.exhausted is not None:
-            pytest.fail(exhausted_message(self._fake.exhausted, self._scenario_path, self.cassette), pytrace=False)
+        if self._script is not None:
+            self._script.check()
 
     @property
     def engine(self) -> QueryEngine:
@@ -280,10 +279,13 @@ async def _cassette_engine(
             except BundleBusyError as exc:
                 pytest.fail(str(exc), pytrace=False)
         on_divergence: DivergenceHook | None = None
-        if fake is not None:
+        script: ScriptGuard | None = None
+        if fake is not None and marked.scenario is not None:
             # After the recorder has saved, before the lock is released: a script that ran out
             # leaves the cassette as it was.
-            stack.callback(_restore_if_exhausted, fake, cassette, cassette.read_bytes() if cassette.is_file() else None)
+            script = ScriptGuard.before_recording(marked.scenario, cassette)
+            script.fake_model = fake
+            stack.callback(script.restore_if_ran_out)
             server = FakeModelServer(fake)
             base_url = server.start()
             stack.callback(server.stop)
@@ -320,7 +322,7 @@ async def _cassette_engine(
             _live_sleep=live_remote,
             _scenario=scenario,
             _scenario_path=marked.scenario if scenario is not None else None,
-            _fake=fake,
+            _script=script,
         )
         cassette_engine.tool_environment = cassette_engine.setup().options.tool_environment(live_recording=live_remote)
         yield cassette_engine
@@ -343,17 +345,6 @@ def _positioning(fake_model: FakeModel) -> DivergenceHook:
         fake_model.fast_forward((r.method, r.path, r.body) for r in kept)
 
     return position
-
-
-def _restore_if_exhausted(fake: FakeModel, cassette: Path, previous: bytes | None) -> None:
-    from replay.storage.atomic import atomic_write_text
-
-    if fake.exhausted is None:
-        return
-    if previous is None:
-        cassette.unlink(missing_ok=True)
-    else:
-        atomic_write_text(cassette, previous.decode("latin-1"), encoding="latin-1")  # latin-1: byte for byte
 
 
 def _live_endpoint(cassette: Path) -> tuple[str, str | None, bool]:

@@ -42,6 +42,7 @@ from replay.pytest_plugin.options import (
     locate_cassette,
 )
 from replay.pytest_plugin.outcome import UnplayedInteractionsWarning, call_failed, unplayed_message
+from replay.pytest_plugin.script_guard import ScriptGuard
 
 # Loaded with the plugin, by every pytest run where agent-replay is installed: httpx2, the SDK
 # and vcrpy are imported only when a test needs them (see the package's __init__).
@@ -78,6 +79,8 @@ class ServedCassette:
     nodeid: str
     recorder: CassetteRecorder | None
     misses: list[str] = field(default_factory=list)
+    # The marker's scenario, when the fake model serves this recording.
+    script: ScriptGuard | None = None
 
     def __repr__(self) -> str:
         doing = "recording into" if self.recording else "replaying"
@@ -187,18 +190,24 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
     recording = mode is not RecordMode.NONE and (mode is not RecordMode.ONCE or not exists)
     with contextlib.ExitStack() as stack:
         recorder: CassetteRecorder | None = None
+        script: ScriptGuard | None = None
         if recording:  # one writer of a cassette at a time; released after the recorder saves it
             try:
                 stack.enter_context(bundle_write_lock(cassette))
             except BundleBusyError as exc:
                 pytest.fail(str(exc), pytrace=False)
+            if marked.scenario is not None:
+                # Registered before the recorder, so it runs after the recorder has saved: a
+                # script that ran out leaves the cassette as it was.
+                script = ScriptGuard.before_recording(marked.scenario, cassette)
+                stack.callback(script.restore_if_ran_out)
         if recording or exists:
             recorder = CassetteRecorder(cassette, mode=mode)
             try:
                 stack.enter_context(recorder)  # vcrpy patches httpx2 first when recording
             except CassetteError as exc:
                 pytest.fail(str(exc), pytrace=False)
-        served = ServedCassette(name, location, cassette, mode, request.node.nodeid, recorder)
+        served = ServedCassette(name, location, cassette, mode, request.node.nodeid, recorder, script=script)
         has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
         if guard is not None:  # a recording leaves the machine only with a key to show
             guard.allow_remote = served.recording and has_key and marked.scenario is None
@@ -207,6 +216,8 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
             # The marker's scenario, served by the fake model on loopback, for every client that
             # takes its base URL from the environment (anthropic.Anthropic() does).
             base_url, fake_model = _start_fake_server(marked.scenario, stack)
+            if script is not None:
+                script.fake_model = fake_model
             if recorder.rewrite is not None:  # from the divergence on, the script plays from where it was
                 recorder.rewrite.on_divergence = lambda kept: fake_model.fast_forward(
                     (r.method, r.path, r.body) for r in kept
@@ -282,6 +293,8 @@ def check_after_test(request: pytest.FixtureRequest, served: ServedCassette, *, 
     failed, failure = call_failed(request)
     if served.misses and served.misses[0].splitlines()[0] not in failure:
         pytest.fail(served.misses[0], pytrace=False)
+    if served.script is not None:  # the agent saw a 500 and may have carried on regardless
+        served.script.check()
     unplayed = served.unplayed()
     if not unplayed or failed:  # a failed test has said what went wrong
         return

@@ -278,3 +278,39 @@ def test_a_markers_scenario_records_a_client_that_takes_its_base_url_from_the_en
     # The fake server's port changes on every run; the cassette names it as a fixed placeholder.
     assert load_cassette(cassette).interactions[0].request.uri == "http://fake-model.invalid/v1/messages"
     run(project).assert_outcomes(passed=1)
+
+
+SWALLOWING_PROJECT = """\
+import anthropic
+import pytest
+
+
+@pytest.mark.replay_cassette("swallowing", scenario="hello.yaml")
+def test_swallowing():
+    client = anthropic.Anthropic(max_retries=0)
+    ask = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "Say hello"}]}
+    client.messages.create(**ask)
+    try:  # an agent that shrugs off an API error
+        client.messages.create(**{**ask, "messages": [{"role": "user", "content": "Again"}]})
+    except anthropic.InternalServerError:
+        pass
+"""
+
+
+def test_a_markers_scenario_that_runs_out_fails_the_test_even_when_the_agent_swallows_the_error(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_swallowing=SWALLOWING_PROJECT)
+    (project.path / "hello.yaml").write_text("version: 1\nturns:\n  - content: [{text: Hello there.}]\n")
+
+    result = run(project, "--record-mode=once")
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*{project.path / 'hello.yaml'} ran out of turns: it has 1 turn, but request 2 to the model needed turn 2 "
+            "(last user message: 'Again')*"
+        ]
+    )
+    # The cassette of the broken run is not kept.
+    assert not (project.path / "cassettes" / "swallowing.yaml").exists()
