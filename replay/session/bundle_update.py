@@ -26,12 +26,13 @@ from replay.cassette.rewrite import DivergenceHook, KeptRequest, RewriteCounts
 from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
 from replay.fake.server import FakeModelServer
-from replay.redact.files import write_redacted
+from replay.redact.files import redact_tree, write_redacted
 from replay.session.bundle import (
     CASSETTE_FILE,
     FAKE_SERVER_BASE_URL,
     PLACEHOLDER_KEY,
     SCENARIO_FILE,
+    SESSION_FILE,
     TRACE_JSON_FILE,
     TRACE_TEXT_FILE,
     TRANSCRIPT_FILE,
@@ -74,6 +75,14 @@ async def update_bundle(
         staging = new_staging(folder)
         try:
             shutil.copytree(bundle.path, staging, symlinks=True, dirs_exist_ok=True)
+            # The update writes the whole bundle anew, so what it keeps goes through the one
+            # redaction pass too, before the session runs in it: a secret planted in the workspace
+            # or in session.json since the recording never reaches the new bundle (the cassette,
+            # transcript and traces are rewritten, scrubbed, below).
+            redact_tree(staging / WORKSPACE_DIR)
+            for name in (SESSION_FILE, SCENARIO_FILE):
+                if (staging / name).is_file():
+                    write_redacted(staging / name, (staging / name).read_text(encoding="utf-8"))
             session = report.recorded_trace.session if report.recorded_trace is not None else folder.name
             counts = await _rerecord_from_divergence(
                 load_bundle(staging), session=session, source=_source(bundle, api_key=api_key, base_url=base_url)

@@ -129,6 +129,25 @@ async def test_the_bundles_own_files_are_kept_and_only_the_recording_is_rewritte
     assert all(after[name] != before[name] for name in ("cassette.yaml", "transcript.jsonl", "trace.json"))
 
 
+async def test_a_secret_planted_in_the_bundle_since_its_recording_never_reaches_the_updated_bundle(
+    tmp_path: Path,
+) -> None:
+    anthropic_key = "sk-ant-api03-" + "Zx9" * 30 + "AA"
+    aws_secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    bundle = library_copy(tmp_path)
+    (bundle / "workspace" / "notes.md").write_text(f"# Notes\n- TODO: rotate {anthropic_key}\n")
+    (bundle / "workspace" / ".env").write_text(f"AWS_SECRET_ACCESS_KEY={aws_secret}\n")
+    edit_session(bundle, lambda d: d.update(prompts=[f"Use the key {anthropic_key} to review notes.md."]))
+
+    report = await run_bundle(bundle, update=True)
+
+    assert report.updated
+    for name, data in files(bundle).items():
+        for secret in (anthropic_key, aws_secret, anthropic_key[:40]):
+            assert secret.encode() not in data, f"{name} holds a planted secret"
+    assert (await run_bundle(bundle)).verdict is Verdict.MATCH
+
+
 async def test_a_session_that_is_not_deterministic_is_not_updated_and_nothing_is_written(tmp_path: Path) -> None:
     # Each run reads new random bytes: the re-recorded bundle cannot replay to a MATCH.
     random_read = {"tool_use": {"name": "Bash", "input": {"command": "od -An -N16 -tx1 /dev/urandom"}}}
