@@ -155,8 +155,10 @@ class AnthropicModel:
             for completed in await self._create(request):
                 yield completed
             return
+        # Built outside the try: a body with too many cache marks is the engine's bug, raised as is.
+        params = request.params()
         try:
-            stream = await self.client.messages.create(**request.params(), stream=True)
+            stream = await self.client.messages.create(**params, stream=True)
         except Exception as exc:
             raise classify_error(exc) from exc
         assembler = _ResponseAssembler(request_id=stream.response.headers.get("request-id"))
@@ -186,8 +188,9 @@ class AnthropicModel:
         # An explicit timeout: without one the SDK refuses any non-streamed call whose
         # max_tokens suggests more than 10 minutes (over ~21,000), which the escalated
         # 64,000 of a max-output-tokens retry would be.
+        params = request.params()
         try:
-            message = await self.client.messages.create(**request.params(), timeout=self.non_streaming_timeout_s)
+            message = await self.client.messages.create(**params, timeout=self.non_streaming_timeout_s)
         except Exception as exc:
             raise classify_error(exc) from exc
         usage = _usage_dict(message.usage)
