@@ -169,11 +169,8 @@ async def test_more_than_four_marks_is_refused_before_anything_is_sent() -> None
 async def test_autocompact_counts_cache_reads_toward_the_threshold(tmp_path: Path) -> None:
     # Almost all of the 7,000 input tokens are cache reads: the threshold (6,000 here) is still passed.
     settings = EngineSettings(context_window=20_000, max_output_tokens=1_000)
-    turns = [
-        tool_turn("Glob", {"pattern": "*"}, input_tokens=5, cache_creation_input_tokens=95, cache_read_input_tokens=6_900),
-        SUMMARY,
-        DONE,
-    ]
+    usage = {"input_tokens": 5, "cache_creation_input_tokens": 95, "cache_read_input_tokens": 6_900}
+    turns = [tool_turn("Glob", {"pattern": "*"}, **usage), SUMMARY, DONE]
     session = make_session(tmp_path, turns, settings=settings, files={"a.txt": "a"})
     await session.submit("list the files")
 
