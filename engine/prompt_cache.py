@@ -39,6 +39,7 @@ MAX_CACHE_MARKS = 4
 
 # "5m" is the API's default (a mark without ``ttl``); "1h" is the extended TTL.
 CacheTTL = Literal["5m", "1h"]
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 class TooManyCacheMarksError(AssertionError):
@@ -78,7 +79,8 @@ def place_message_breakpoint(
     message = placed[target]
     content = message["content"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    if not blocks:
+    # The API refuses a mark on a thinking block (as Claude Code, such a message gets none).
+    if not blocks or blocks[-1].get("type") in _UNMARKABLE:
         return placed
     blocks[-1] = {**blocks[-1], "cache_control": cache_mark(ttl)}
     placed[target] = {**message, "content": blocks}

@@ -108,6 +108,13 @@ def test_a_message_marked_earlier_loses_its_mark_when_a_message_follows() -> Non
     assert message_marks(body) == [(1, 0)]
 
 
+def test_a_thinking_block_is_never_marked() -> None:
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": [thinking]}]
+    body = ModelRequest(model="claude-sonnet-4-6", messages=messages, max_tokens=10).params()
+    assert message_marks(body) == []
+
+
 async def test_tools_are_sent_sorted_by_name(tmp_path: Path) -> None:
     session = multi_turn_session(tmp_path)
     await session.submit("read a.txt then list")
