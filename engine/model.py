@@ -20,6 +20,7 @@ import anthropic
 import httpx2
 
 from engine.model_errors import ModelError, ModelErrorKind, classify_error
+from engine.prompt_cache import CacheTTL, check_cache_marks, place_message_breakpoint, system_blocks
 
 __all__ = [
     "NON_STREAMING_TIMEOUT_S",
@@ -48,7 +49,8 @@ class QuerySource(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRequest:
-    """One Messages API request, in the API's own parameter names."""
+    """One Messages API request, in the API's own parameter names. ``params()`` adds the
+    prompt-cache marks (``engine.prompt_cache``) to the body it builds, never to ``messages``."""
 
     model: str
     messages: list[JsonDict]
@@ -59,17 +61,28 @@ class ModelRequest:
     query_source: QuerySource = QuerySource.MAIN
     # False for the streaming fallback: the same request, answered as one JSON message.
     stream: bool = True
+    # Sent as the ``anthropic-beta`` header (latched for the session by the caller).
+    betas: tuple[str, ...] = ()
+    cache_ttl: CacheTTL | None = None
+    # A side query that must not write a cache entry: the message mark goes one message earlier.
+    skip_cache_write: bool = False
 
     def params(self) -> JsonDict:
         """Keyword arguments for ``messages.create`` (empty options left out, so the body
-        hashes the same whether or not a caller spelled out a default)."""
-        params: JsonDict = {"model": self.model, "max_tokens": self.max_tokens, "messages": self.messages}
-        if self.system:
-            params["system"] = self.system
+        hashes the same whether or not a caller spelled out a default), with the cache marks
+        placed. Raises `TooManyCacheMarksError` when the body has more than the API accepts."""
+        messages = place_message_breakpoint(self.messages, self.cache_ttl, skip_cache_write=self.skip_cache_write)
+        params: JsonDict = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages}
+        system = system_blocks(self.system, self.cache_ttl)
+        if system:
+            params["system"] = system
         if self.tools:
             params["tools"] = self.tools
         if self.thinking:
             params["thinking"] = self.thinking
+        check_cache_marks(params)
+        if self.betas:
+            params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
         return params
 
 
@@ -142,8 +155,10 @@ class AnthropicModel:
             for completed in await self._create(request):
                 yield completed
             return
+        # Built outside the try: a body with too many cache marks is the engine's bug, raised as is.
+        params = request.params()
         try:
-            stream = await self.client.messages.create(**request.params(), stream=True)
+            stream = await self.client.messages.create(**params, stream=True)
         except Exception as exc:
             raise classify_error(exc) from exc
         assembler = _ResponseAssembler(request_id=stream.response.headers.get("request-id"))
@@ -173,8 +188,9 @@ class AnthropicModel:
         # An explicit timeout: without one the SDK refuses any non-streamed call whose
         # max_tokens suggests more than 10 minutes (over ~21,000), which the escalated
         # 64,000 of a max-output-tokens retry would be.
+        params = request.params()
         try:
-            message = await self.client.messages.create(**request.params(), timeout=self.non_streaming_timeout_s)
+            message = await self.client.messages.create(**params, timeout=self.non_streaming_timeout_s)
         except Exception as exc:
             raise classify_error(exc) from exc
         usage = _usage_dict(message.usage)

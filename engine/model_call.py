@@ -62,8 +62,11 @@ class Withheld:
 
 
 def build_request(working: Sequence[Message], params: LoopParams, *, model: str, max_tokens: int) -> ModelRequest:
-    """The Messages API request for ``working``, with the user context prepended."""
+    """The Messages API request for ``working``, with the user context prepended; tools sorted
+    and frozen, betas and cache TTL latched for the session (``engine.prompt_cache``)."""
     settings = params.settings
+    cache = params.context.prompt_cache
+    betas, ttl = cache.latch(betas=settings.betas, ttl=settings.prompt_cache_ttl)
     api_messages = params.normalize(working)
     if settings.user_context:
         context = {"type": "text", "text": f"<system-reminder>\n{settings.user_context}\n</system-reminder>"}
@@ -78,8 +81,10 @@ def build_request(working: Sequence[Message], params: LoopParams, *, model: str,
         messages=api_messages,
         max_tokens=max_tokens,
         system=settings.system_prompt,
-        tools=[tool.api_schema() for tool in params.tools.values()],
+        tools=cache.render_tools(params.tools.values()),
         thinking=settings.thinking,
+        betas=betas,
+        cache_ttl=ttl,
     )
 
 

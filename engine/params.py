@@ -15,6 +15,7 @@ from engine.messages import Message
 from engine.normalize import normalize_messages_for_api
 from engine.normalize_cache import IncrementalNormalizer
 from engine.orchestration import ToolRunContext
+from engine.prompt_cache import PromptCacheState
 from engine.settings import EngineSettings
 from engine.token_budget import TokenBudgetTracker
 from engine.tools.base import Tool
@@ -25,10 +26,12 @@ __all__ = ["ContextState", "LoopParams"]
 @dataclass
 class ContextState:
     """Context-shaping decisions that must stay the same on every later request of a session
-    (so requests stay byte-stable): which tool results were replaced, which spans collapsed."""
+    (so requests stay byte-stable): which tool results were replaced, which spans collapsed,
+    the tools' first-rendered schemas and the latched betas and cache TTL."""
 
     replacements: ContentReplacementState = field(default_factory=ContentReplacementState)
     collapse: ContextCollapse = field(default_factory=ContextCollapse)
+    prompt_cache: PromptCacheState = field(default_factory=PromptCacheState)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.prompt_cache import CacheTTL
+
 __all__ = ["DEFAULT_MODEL", "EngineSettings"]
 
 # From the SDK's own model list, and not marked deprecated there.
@@ -24,6 +26,10 @@ class EngineSettings:
     thinking: dict[str, Any] | None = None
     # Text placed before the conversation as a meta user turn (project notes, the date, ...).
     user_context: str | None = None
+    # Sent as the anthropic-beta header; latched for the session once sent.
+    betas: tuple[str, ...] = ()
+    # The prompt-cache TTL put on the cache_control marks; None is the API's default (5 minutes).
+    prompt_cache_ttl: CacheTTL | None = None
 
     # Output tokens. None means: 8,000 while escalation is on (so escalating has room), else 32,000.
     max_output_tokens: int | None = None
@@ -75,6 +81,8 @@ class EngineSettings:
             raise ValueError(f"max_turns must be at least 1 (or None for no limit), not {self.max_turns}.")
         if self.max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, not {self.max_tool_concurrency}.")
+        if self.prompt_cache_ttl not in (None, "5m", "1h"):
+            raise ValueError(f"prompt_cache_ttl must be '5m' or '1h' (or None), not {self.prompt_cache_ttl!r}.")
         if self.max_retries < 0:
             raise ValueError(f"max_retries cannot be negative, not {self.max_retries}.")
 

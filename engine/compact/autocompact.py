@@ -194,7 +194,8 @@ async def compact_conversation(
 
 def build_summary_request(history: Sequence[Message], *, settings: EngineSettings, model: str) -> ModelRequest:
     """The summary request: the history as the API sees it (media as placeholders), then the
-    summary prompt as the last user turn; no tools, the summarizer's system prompt."""
+    summary prompt as the last user turn; no tools, the summarizer's system prompt, and the
+    message cache mark on the second-to-last message (a side query writes no cache entry)."""
     without_media, _ = replace_media(history, lambda kind: _MEDIA_PLACEHOLDER.format(kind=kind))
     api = normalize_messages_for_api(without_media)
     if api and api[0]["role"] == "assistant":
@@ -212,6 +213,11 @@ def build_summary_request(history: Sequence[Message], *, settings: EngineSetting
         max_tokens=settings.summary_max_output_tokens,
         system=COMPACT_SYSTEM_PROMPT,
         query_source=QuerySource.COMPACT,
+        betas=settings.betas,
+        cache_ttl=settings.prompt_cache_ttl,
+        # It reuses the conversation's prefix: its message mark goes one message earlier, so it
+        # reads what the loop cached and writes no entry of its own.
+        skip_cache_write=True,
     )
 
 

@@ -26,6 +26,8 @@ from replay.fake.scenario import Scenario
 MODEL = "claude-sonnet-4-6"
 API_KEY = "sk-ant-test-0123456789-secret"
 REQUEST = ModelRequest(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=100)
+# REQUEST's messages as sent: the one message breakpoint on the last (here the only) block.
+HI_MARKED = [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
 NON_STREAMING = dataclasses.replace(REQUEST, stream=False)
 
 
@@ -169,7 +171,7 @@ async def test_the_request_is_streamed_with_the_requests_parameters(fake_for: Fa
     assert fake.requests[0].json == {
         "model": MODEL,
         "max_tokens": 100,
-        "messages": [{"role": "user", "content": "hi"}],
+        "messages": HI_MARKED,
         "stream": True,
     }
 
@@ -396,7 +398,7 @@ async def test_a_non_streamed_block_carries_the_final_usage_and_the_request_id(f
 async def test_a_non_streamed_request_is_the_same_request_without_stream(fake_for: FakeFor) -> None:
     model, fake = fake_for({"content": [{"text": "hi"}]})
     await collect(model, NON_STREAMING)
-    assert fake.requests[0].json == {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+    assert fake.requests[0].json == {"model": MODEL, "max_tokens": 100, "messages": HI_MARKED}
 
 
 async def test_a_non_streamed_request_may_ask_for_the_escalated_64000_tokens(fake_for: FakeFor) -> None:
@@ -455,8 +457,8 @@ async def test_count_tokens_sends_the_request_without_max_tokens_and_plays_no_tu
         "/v1/messages/count_tokens",
         {
             "model": MODEL,
-            "messages": [{"role": "user", "content": "hi"}],
-            "system": "Be brief.",
+            "messages": HI_MARKED,
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             "tools": [tool],
         },
     )

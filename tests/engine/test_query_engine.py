@@ -43,7 +43,8 @@ async def test_the_second_request_carries_the_tool_result_right_after_its_tool_u
     assert [m["role"] for m in second] == ["user", "assistant", "user"]
     tool_use = second[1]["content"][1]
     assert tool_use == {"type": "tool_use", "id": tool_use["id"], "name": "Read", "input": {"file_path": "notes.txt"}}
-    assert second[2]["content"] == [{"type": "tool_result", "tool_use_id": tool_use["id"], "content": "     1\thello"}]
+    result_block = {"type": "tool_result", "tool_use_id": tool_use["id"], "content": "     1\thello"}
+    assert second[2]["content"] == [{**result_block, "cache_control": {"type": "ephemeral"}}]
     assert_pairing(second)
 
 
@@ -104,7 +105,7 @@ async def test_a_second_prompt_continues_the_same_conversation(session_root: Pat
 
     third = session.requests[2]["messages"]
     assert [m["role"] for m in third] == ["user", "assistant", "user", "assistant", "user"]
-    assert third[-1]["content"] == [{"type": "text", "text": "And now?"}]
+    assert third[-1]["content"] == [{"type": "text", "text": "And now?", "cache_control": {"type": "ephemeral"}}]
     assert result.num_turns == 1
 
 

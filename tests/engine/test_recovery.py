@@ -85,7 +85,8 @@ async def test_recovery_keeps_the_partial_answer_and_asks_to_resume(session_root
 
     third = session.requests[2]["messages"]
     assert third[-2] == {"role": "assistant", "content": [{"type": "text", "text": "two"}]}
-    assert third[-1] == {"role": "user", "content": [{"type": "text", "text": MAX_OUTPUT_TOKENS_RECOVERY_TEXT}]}
+    resume = {"type": "text", "text": MAX_OUTPUT_TOKENS_RECOVERY_TEXT, "cache_control": {"type": "ephemeral"}}
+    assert third[-1] == {"role": "user", "content": [resume]}
     assert result.result == "three" and transitions(session)[-1] == "max_output_tokens_recovery"
 
 

@@ -143,7 +143,7 @@ async def test_the_summary_request_has_no_tools_and_the_summarizer_system_prompt
     body = bodies(fake)[0]
     assert ("tools" in body, body["system"], body["max_tokens"], body["model"]) == (
         False,
-        COMPACT_SYSTEM_PROMPT,
+        [{"type": "text", "text": COMPACT_SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
         SETTINGS.summary_max_output_tokens,
         MODEL,
     )

@@ -78,6 +78,9 @@ def test_every_engine_setting_refuses_a_value_of_another_type(name: str) -> None
 
 def _problem(hint: Any) -> str:
     allowed = _types(hint)
+    if typing.Literal in allowed:  # a closed set of strings, such as prompt_cache_ttl's
+        (literal,) = (arg for arg in typing.get_args(hint) if typing.get_origin(arg) is typing.Literal)
+        return "must be one of " + " or ".join(repr(value) for value in typing.get_args(literal))
     if str in allowed:
         return "must be a string"
     if bool in allowed:
