@@ -18,7 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, assert_never
+from typing import Any, Final, Protocol, assert_never
 
 import httpx2
 
@@ -103,6 +103,17 @@ class ReceivedRequest:
     json: Any
 
 
+class SentRequest(Protocol):
+    """A request as a client sent it (a rewrite's kept request, say)."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def body(self) -> bytes: ...
+
+
 class FakeModel:
     """Plays a scenario: the n-th POST /v1/messages gets the n-th turn; count_tokens consumes none."""
 
@@ -143,12 +154,13 @@ class FakeModel:
             self._conversation_start = len(self.requests)
             self._last_turn_was_answer = False
 
-    def fast_forward(self, requests: Iterable[tuple[str, str, bytes]]) -> None:
-        """Serve these (method, path, body) requests and discard the answers: the model is then
-        exactly where it would be had it answered them (a rewrite that kept them positions it so)."""
-        for method, path, body in requests:
+    def fast_forward(self, requests: Iterable[SentRequest]) -> None:
+        """Serve these requests and discard the answers: the model is then exactly where it would
+        be had it answered them. It is record mode rewrite's divergence hook as it stands
+        (``on_divergence=fake_model.fast_forward``): the scenario plays on after the kept requests."""
+        for request in requests:
             try:
-                self.respond(method, path, {}, body)
+                self.respond(request.method, request.path, {}, request.body)
             except ScenarioExhaustedError:
                 pass  # the server answered it with an error, and the turn counts all the same
 

@@ -50,8 +50,7 @@ if TYPE_CHECKING:
         ToolEnvironment,
     )
     from replay.cassette.record import CassetteRecorder, RecordMode
-    from replay.cassette.rewrite import DivergenceHook, KeptRequest
-    from replay.fake.model import FakeModel
+    from replay.cassette.rewrite import DivergenceHook
     from replay.fake.scenario import Scenario
     from replay.session.bundle import Bundle
     from replay.session.session_setup import SessionSetup
@@ -289,7 +288,7 @@ async def _cassette_engine(
             server = FakeModelServer(fake)
             base_url = server.start()
             stack.callback(server.stop)
-            on_divergence = _positioning(fake)
+            on_divergence = fake.fast_forward
         recorder = CassetteRecorder(
             cassette,
             mode=mode,
@@ -336,15 +335,6 @@ async def _cassette_engine(
         unplayed = recorder.unplayed()
         if unplayed:
             warnings.warn(UnplayedInteractionsWarning(unplayed_message(cassette, unplayed)), stacklevel=1)
-
-
-def _positioning(fake_model: FakeModel) -> DivergenceHook:
-    """Record mode rewrite: the scenario plays on from where the kept requests left it."""
-
-    def position(kept: Sequence[KeptRequest]) -> None:
-        fake_model.fast_forward((r.method, r.path, r.body) for r in kept)
-
-    return position
 
 
 def _live_endpoint(cassette: Path) -> tuple[str, str | None, bool]:

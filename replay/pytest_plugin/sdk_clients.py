@@ -219,9 +219,7 @@ def serve_sdk_clients(request: pytest.FixtureRequest, guard: NetworkGuard | None
             if script is not None:
                 script.fake_model = fake_model
             if recorder.rewrite is not None:  # from the divergence on, the script plays from where it was
-                recorder.rewrite.on_divergence = lambda kept: fake_model.fast_forward(
-                    (r.method, r.path, r.body) for r in kept
-                )
+                recorder.rewrite.on_divergence = fake_model.fast_forward
             patch.setenv("ANTHROPIC_BASE_URL", base_url)
             recorder.stored_base_url = (base_url, FAKE_SERVER_BASE_URL)  # its port changes on every run
         if not has_key:

@@ -152,15 +152,14 @@ async def _run_scenario(staged: Bundle, source: _Source) -> SessionRun:
         return refusal.check(await _run_rewrite(staged, on_divergence=refusal))
     fake_model = FakeModel(load_scenario(scenario_path))
 
-    def position(kept: Sequence[KeptRequest]) -> None:
-        # The n-th request gets the n-th turn: the fake model answers as if it had served the kept ones.
-        fake_model.fast_forward((request.method, request.path, request.body) for request in kept)
-
     server = FakeModelServer(fake_model)
     base_url = server.start()
     try:
         run = await _run_rewrite(
-            staged, base_url=base_url, stored_base_url=(base_url, FAKE_SERVER_BASE_URL), on_divergence=position
+            staged,
+            base_url=base_url,
+            stored_base_url=(base_url, FAKE_SERVER_BASE_URL),
+            on_divergence=fake_model.fast_forward,
         )
     finally:
         server.stop()

@@ -157,7 +157,7 @@ async def test_the_rest_is_recorded_from_where_the_positioned_fake_model_would_b
     fake = FakeModel(script)
 
     def position(kept: Sequence[KeptRequest]) -> None:
-        fake.fast_forward((r.method, r.path, r.body) for r in kept)
+        fake.fast_forward(kept)
 
     with FakeModelServer(fake) as server, CassetteRecorder(path, mode="rewrite", on_divergence=position) as recorder:
         answers = await ask(recorder, server.url, "one", "two", "changed")

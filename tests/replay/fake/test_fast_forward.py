@@ -4,6 +4,7 @@ exactly as one that answered them all."""
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from replay.fake.model import FakeModel
 from replay.fake.scenario import Scenario
@@ -17,18 +18,24 @@ SCRIPT = Scenario.from_list(
 )
 
 
-def request(text: str) -> tuple[str, str, bytes]:
+class Sent(NamedTuple):
+    method: str
+    path: str
+    body: bytes
+
+
+def request(text: str) -> Sent:
     body = {
         "model": "claude-sonnet-4-6",
         "max_tokens": 10,
         "stream": True,
         "messages": [{"role": "user", "content": text}],
     }
-    return ("POST", "/v1/messages", json.dumps(body).encode())
+    return Sent("POST", "/v1/messages", json.dumps(body).encode())
 
 
 def test_a_fast_forwarded_model_answers_the_next_request_as_one_that_served_them_all() -> None:
-    earlier = [request("a"), ("POST", "/v1/messages/count_tokens", b'{"messages": []}'), request("b")]
+    earlier = [request("a"), Sent("POST", "/v1/messages/count_tokens", b'{"messages": []}'), request("b")]
     served, forwarded = FakeModel(SCRIPT), FakeModel(SCRIPT)
     for method, path, body in earlier:
         served.respond(method, path, {}, body)
