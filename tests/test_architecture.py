@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"replay.session"}),
     frozenset({"replay.proxy"}),
     frozenset({"replay.trace", "replay.cassette", "replay.fake"}),
-    frozenset({"replay.schema", "replay.redact", "replay.http"}),
+    frozenset({"replay.schema", "replay.redact", "replay.http", "replay.prompt_cache"}),
     frozenset({"replay.storage"}),
     frozenset({"engine"}),
 )

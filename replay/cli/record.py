@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -173,7 +174,8 @@ def serve(
     with bad_input():
         loaded = load_scenario(scenario)
         server = FakeModelServer(
-            FakeModel(loaded),
+            # A served model's prompt cache expires on real time, as the API's does.
+            FakeModel(loaded, clock=time.monotonic),
             host=host,
             port=port,
             restart_per_conversation=not no_restart,

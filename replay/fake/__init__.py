@@ -4,7 +4,7 @@ Messages API streams (`sse`), the model itself with its in-process ``httpx2`` tr
 (`model`), and the same model served on loopback (`server`, on the shared HTTP layer of
 `replay.http`, dropped connections included).
 
-May import: `replay.http`, `replay.schema`, `replay.storage`, `engine`. Never `replay.cassette`
+May import: `replay.http`, `replay.prompt_cache`, `replay.schema`, `replay.storage`, `engine`. Never `replay.cassette`
 or `replay.session`.
 """
 

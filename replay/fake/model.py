@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Protocol, assert_never
@@ -32,6 +32,8 @@ from replay.fake.sse import (
     render_message_events,
     render_message_json,
 )
+from replay.prompt_cache.cache import CacheUsage, PromptCache
+from replay.prompt_cache.prefixes import estimate_tokens
 
 __all__ = [
     "CONNECTION_RESET_MESSAGE",
@@ -45,6 +47,7 @@ __all__ = [
     "Route",
     "ScenarioExhaustedError",
     "SyncFakeModelTransport",
+    "frozen_clock",
 ]
 
 DEFAULT_MODEL: Final = "claude-sonnet-4-6"
@@ -114,12 +117,30 @@ class SentRequest(Protocol):
     def body(self) -> bytes: ...
 
 
-class FakeModel:
-    """Plays a scenario: the n-th POST /v1/messages gets the n-th turn; count_tokens consumes none."""
+def frozen_clock() -> float:
+    """The fake model's default clock: time stands still, so a cache entry never expires."""
+    return 0.0
 
-    def __init__(self, scenario: Scenario, *, model_name_default: str = DEFAULT_MODEL) -> None:
+
+class FakeModel:
+    """Plays a scenario: the n-th POST /v1/messages gets the n-th turn; count_tokens consumes none.
+
+    It keeps a prompt cache (`replay.prompt_cache`) across conversations, as the API's outlives
+    one: a request's ``cache_control`` breakpoints write and read it, and a turn that pins no usage
+    reports the split. ``clock`` (seconds; never the wall clock unless a caller passes it) says
+    when entries expire; a recording sets it to the session's clock."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        model_name_default: str = DEFAULT_MODEL,
+        clock: Callable[[], float] = frozen_clock,
+    ) -> None:
         self.scenario = scenario
         self.model_name_default = model_name_default
+        self.clock = clock
+        self.prompt_cache = PromptCache()
         self.requests: list[ReceivedRequest] = []
         self._message_requests = 0
         # Where the current conversation's requests start in `requests` (request ids count from it).
@@ -180,7 +201,7 @@ class FakeModel:
             request_id = f"req_fake_{len(self.requests) - self._conversation_start:04d}"
             route = path.split("?", 1)[0]
             if method.upper() == "POST" and route == Route.COUNT_TOKENS:
-                return _json_response(200, {"input_tokens": len(body) // 4}, request_id=request_id)
+                return _json_response(200, {"input_tokens": estimate_tokens(body)}, request_id=request_id)
             if method.upper() == "POST" and route == Route.MESSAGES:
                 if not isinstance(parsed, dict):
                     message = "The request body is not a JSON object."
@@ -202,10 +223,19 @@ class FakeModel:
         turn = self.scenario.turns[number - 1]
         self._last_turn_was_answer = isinstance(turn, Turn)
         streaming = request.get("stream") is True
+        input_tokens = estimate_tokens(body)
+        cached = None
+        if not isinstance(turn, HttpError | ResetConnection):
+            # The API writes the cache once a response begins, so a turn that fails before it
+            # leaves the cache as it was.
+            requested = request.get("model")
+            model = requested if isinstance(requested, str) else self._model_name(request)
+            cached = self.prompt_cache.use(request, model=model, total_tokens=input_tokens, now=self.clock())
         render = _Renderer(
             message_id=f"msg_fake_{number:04d}",
             model=self._model_name(request),
-            input_tokens=len(body) // 4,
+            input_tokens=input_tokens,
+            cached=cached,
             tool_id_prefix=f"toolu_fake_{number:04d}",
         )
         match turn:
@@ -263,18 +293,23 @@ class _Renderer:
     message_id: str
     model: str
     input_tokens: int
+    cached: CacheUsage | None
     tool_id_prefix: str
 
     def event_chunks(self, turn: Turn) -> list[bytes]:
         resolved = self._resolve(turn)
         events = render_message_events(
-            resolved, message_id=self.message_id, model=self.model, input_tokens=self.input_tokens
+            resolved, message_id=self.message_id, model=self.model, input_tokens=self.input_tokens, cached=self.cached
         )
         return [encode_sse(event, data) for event, data in events]
 
     def message_json(self, turn: Turn) -> dict[str, Any]:
         return render_message_json(
-            self._resolve(turn), message_id=self.message_id, model=self.model, input_tokens=self.input_tokens
+            self._resolve(turn),
+            message_id=self.message_id,
+            model=self.model,
+            input_tokens=self.input_tokens,
+            cached=self.cached,
         )
 
     def _resolve(self, turn: Turn) -> Turn:

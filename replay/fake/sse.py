@@ -20,6 +20,7 @@ from replay.fake.blocks import (
     block_deltas,
     compact_json,
 )
+from replay.prompt_cache.cache import CacheUsage
 
 __all__ = [
     "Event",
@@ -57,9 +58,12 @@ def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": str(error_type), "message": message}}
 
 
-def render_message_events(turn: Turn, *, message_id: str, model: str, input_tokens: int) -> list[Event]:
-    """The full event sequence of a streamed turn; `input_tokens` is used when the turn scripts no usage."""
-    usage = resolve_usage(turn, input_tokens=input_tokens)
+def render_message_events(
+    turn: Turn, *, message_id: str, model: str, input_tokens: int, cached: CacheUsage | None = None
+) -> list[Event]:
+    """The full event sequence of a streamed turn; `input_tokens` (or `cached`, the prompt cache's
+    split of them) is used when the turn scripts no usage."""
+    usage = resolve_usage(turn, input_tokens=input_tokens, cached=cached)
     start_usage = _usage_json(usage) | {"output_tokens": 1}
     message = _message_json(turn, message_id=message_id, model=model, content=[], usage=start_usage)
     message["stop_reason"] = None
@@ -95,18 +99,29 @@ def render_message_events(turn: Turn, *, message_id: str, model: str, input_toke
     return events
 
 
-def render_message_json(turn: Turn, *, message_id: str, model: str, input_tokens: int) -> dict[str, Any]:
+def render_message_json(
+    turn: Turn, *, message_id: str, model: str, input_tokens: int, cached: CacheUsage | None = None
+) -> dict[str, Any]:
     """The complete Message object of a non-streamed turn."""
-    usage = resolve_usage(turn, input_tokens=input_tokens)
+    usage = resolve_usage(turn, input_tokens=input_tokens, cached=cached)
     content = [_block_json(block) for block in turn.content]
     return _message_json(turn, message_id=message_id, model=model, content=content, usage=_usage_json(usage))
 
 
-def resolve_usage(turn: Turn, *, input_tokens: int) -> Usage:
-    """The turn's scripted usage, else an estimate of about four characters per token."""
+def resolve_usage(turn: Turn, *, input_tokens: int, cached: CacheUsage | None = None) -> Usage:
+    """The turn's scripted usage, else an estimate of about four characters per token: all of
+    ``input_tokens`` uncached, or split as ``cached`` says when the prompt cache read or wrote."""
     if turn.usage is not None:
         return turn.usage
-    return Usage(input_tokens=max(1, input_tokens), output_tokens=max(1, _content_chars(turn.content) // 4))
+    output_tokens = max(1, _content_chars(turn.content) // 4)
+    if cached is None or not (cached.cache_creation_input_tokens or cached.cache_read_input_tokens):
+        return Usage(input_tokens=max(1, input_tokens), output_tokens=output_tokens)
+    return Usage(
+        input_tokens=cached.input_tokens,
+        output_tokens=output_tokens,
+        cache_creation_input_tokens=cached.cache_creation_input_tokens,
+        cache_read_input_tokens=cached.cache_read_input_tokens,
+    )
 
 
 def _message_json(

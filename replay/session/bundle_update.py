@@ -160,6 +160,7 @@ async def _run_scenario(staged: Bundle, source: _Source) -> SessionRun:
             base_url=base_url,
             stored_base_url=(base_url, FAKE_SERVER_BASE_URL),
             on_divergence=fake_model.fast_forward,
+            fake_model=fake_model,
         )
     finally:
         server.stop()
@@ -189,6 +190,7 @@ async def _run_rewrite(
     base_url: str | None = None,
     stored_base_url: tuple[str, str] | None = None,
     on_divergence: DivergenceHook | None = None,
+    fake_model: FakeModel | None = None,
 ) -> SessionRun:
     return await run_session(
         staged.spec,
@@ -199,6 +201,7 @@ async def _run_rewrite(
         base_url=base_url,
         stored_base_url=stored_base_url,
         on_divergence=on_divergence,
+        fake_model=fake_model,
     )
 
 

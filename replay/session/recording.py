@@ -119,6 +119,7 @@ async def record_bundle(
                 api_key=api_key or PLACEHOLDER_KEY,
                 base_url=base_url,
                 stored_base_url=(base_url, FAKE_SERVER_BASE_URL) if server is not None and base_url else None,
+                fake_model=fake,
             )
         finally:
             if server is not None:

@@ -30,6 +30,7 @@ from engine import (
 from replay.cassette.record import CassetteRecorder, RecordMode
 from replay.cassette.rewrite import DivergenceHook, RewriteCounts
 from replay.cassette.transport import LoggedRequest
+from replay.fake.model import FakeModel
 from replay.redact.redactor import current_redactor
 from replay.session.bundle import (
     PLACEHOLDER_KEY,
@@ -91,9 +92,11 @@ async def run_session(
     strict: bool = False,
     stored_base_url: tuple[str, str] | None = None,
     on_divergence: DivergenceHook | None = None,
+    fake_model: FakeModel | None = None,
 ) -> SessionRun:
     """Run ``spec``'s prompts in a scratch copy of ``workspace`` (so the bundle's own files
-    never change), recording into or replaying from ``cassette``."""
+    never change), recording into or replaying from ``cassette``. ``fake_model``, when it is
+    the model answering, keeps its prompt cache on the session's clock."""
     with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.SESSION)) as temp:
         run_workspace = Path(temp) / WORKSPACE_DIR
         shutil.copytree(workspace, run_workspace, symlinks=True)
@@ -115,6 +118,9 @@ async def run_session(
                     if spec.live and mode is not RecordMode.NONE
                     else QueryDeps.deterministic(model, seed=spec.seed)
                 )
+                session_seconds = _SessionSeconds(deps.clock) if isinstance(deps.clock, ManualClock) else None
+                if fake_model is not None and session_seconds is not None:
+                    fake_model.clock = session_seconds
                 tools = [tool for tool in default_tools() if tool.name in spec.tools]
                 engine = QueryEngine(
                     deps=deps,
@@ -131,8 +137,8 @@ async def run_session(
                 interrupts: list[int] = []
                 for index, prompt in enumerate(spec.prompts):
                     minutes = spec.options.minutes_before(index)
-                    if minutes and isinstance(deps.clock, ManualClock):
-                        deps.clock.advance(minutes * 60)
+                    if minutes and session_seconds is not None:
+                        session_seconds.advance(minutes * 60)
                     if spec.options.compacts_before(index):
                         await _compact(engine)
                     async for item in engine.submit_message(prompt):
@@ -155,6 +161,23 @@ async def run_session(
             requests=requests,
             rewrite=recorder.rewrite_counts,
         )
+
+
+class _SessionSeconds:
+    """The seconds a session's ManualClock has moved (its jumps and the engine's sleeps), read
+    without reading the clock itself: each reading ticks it, which would move the transcript's
+    timestamps whenever the fake model looked at the time."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self._clock = clock
+        self._advanced = 0.0
+
+    def advance(self, seconds: float) -> None:
+        self._clock.advance(seconds)
+        self._advanced += seconds
+
+    def __call__(self) -> float:
+        return self._advanced + sum(self._clock.slept)
 
 
 async def _compact(engine: QueryEngine) -> None:

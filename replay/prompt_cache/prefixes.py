@@ -1,0 +1,154 @@
+"""The cacheable prefixes of a Messages API request, from its body alone.
+
+The API caches a request as one sequence of blocks in the order tools → system → messages
+(https://platform.claude.com/docs/en/build-with-claude/prompt-caching): each tool definition,
+each system text block (a string system prompt is one block), each content block of each
+message (a string content is one block). A ``cache_control`` mark on a block is a breakpoint: the
+prefix up to and including that block is what can be written to and read from the cache. A
+top-level ``cache_control`` (automatic caching) marks the last block.
+
+Each block is canonicalized on its own — compact JSON with sorted keys, its ``cache_control``
+removed (a mark moved to a later block must not change the prefix before it), together with where
+it sits (``["messages", 3, "user", {...}]``) so that a block moved into another message is another
+prefix — and a prefix's canonical bytes are its blocks' lines, in order. Its hash is the SHA-256 of
+those bytes; its token count is `estimate_tokens` of them, the fake model's estimate of a body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+__all__ = [
+    "LOOKBACK_BLOCKS",
+    "CacheTtl",
+    "CacheablePrefix",
+    "PrefixPlan",
+    "cacheable_prefixes",
+    "estimate_tokens",
+]
+
+# The API checks for a hit at a breakpoint's block and the blocks before it, 20 block
+# boundaries in all, not further back (the prompt caching docs, "lookback").
+LOOKBACK_BLOCKS: Final = 20
+_BYTES_PER_TOKEN: Final = 4
+
+
+class CacheTtl(StrEnum):
+    """A breakpoint's time to live, as ``cache_control.ttl`` spells it (absent means 5 minutes)."""
+
+    FIVE_MINUTES = "5m"
+    ONE_HOUR = "1h"
+
+    @property
+    def seconds(self) -> float:
+        return 3600.0 if self is CacheTtl.ONE_HOUR else 300.0
+
+
+def estimate_tokens(data: bytes) -> int:
+    """The fake model's token estimate: one token per four bytes, rounded down (how it has always
+    counted a request body, so a request without breakpoints reports what it always did)."""
+    return len(data) // _BYTES_PER_TOKEN
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheablePrefix:
+    """The request's prefix up to one block: ``position`` counts blocks from 1; ``path`` names the
+    block (``tools[2]``, ``system[0]``, ``messages[4].content[1]``); ``digest`` is the SHA-256 of
+    its canonical bytes and ``tokens`` their estimate; ``ttl`` is set when the block is a breakpoint."""
+
+    position: int
+    path: str
+    digest: str
+    tokens: int
+    ttl: CacheTtl | None = None
+
+    @property
+    def is_breakpoint(self) -> bool:
+        return self.ttl is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefixPlan:
+    """Every block boundary of one request (``prefixes[i]`` ends at block ``i + 1``) and its
+    breakpoints, in order."""
+
+    prefixes: tuple[CacheablePrefix, ...]
+
+    @property
+    def breakpoints(self) -> tuple[CacheablePrefix, ...]:
+        return tuple(prefix for prefix in self.prefixes if prefix.is_breakpoint)
+
+    def lookback(self, breakpoint: CacheablePrefix) -> tuple[CacheablePrefix, ...]:
+        """The prefixes a read at ``breakpoint`` may hit, longest first."""
+        start = max(0, breakpoint.position - LOOKBACK_BLOCKS)
+        return tuple(reversed(self.prefixes[start : breakpoint.position]))
+
+
+def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
+    """The prefix at every block boundary of ``request`` (a parsed Messages API body); fields that
+    are not lists or blocks where the API expects them are skipped, not guessed at."""
+    blocks = list(_blocks(request))
+    automatic = _ttl(request.get("cache_control"))
+    hasher = hashlib.sha256()
+    size = 0
+    prefixes: list[CacheablePrefix] = []
+    for index, (path, block, place) in enumerate(blocks):
+        ttl = _ttl(block.get("cache_control"))
+        if ttl is None and automatic is not None and index == len(blocks) - 1:
+            ttl = automatic
+        unmarked = {key: value for key, value in block.items() if key != "cache_control"}
+        line = json.dumps([*place, unmarked], sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+        data = line.encode()
+        hasher.update(data)
+        size += len(data)
+        prefixes.append(
+            CacheablePrefix(
+                position=index + 1,
+                path=path,
+                digest=hasher.copy().hexdigest(),
+                tokens=size // _BYTES_PER_TOKEN,
+                ttl=ttl,
+            )
+        )
+    return PrefixPlan(prefixes=tuple(prefixes))
+
+
+def _blocks(request: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], list[Any]]]:
+    """(path, block, place) for every cacheable block, in the API's order."""
+    tools = request.get("tools")
+    if isinstance(tools, list):
+        for index, tool in enumerate(tools):
+            if isinstance(tool, dict):
+                yield f"tools[{index}]", tool, ["tools"]
+    system = request.get("system")
+    if isinstance(system, str) and system:
+        yield "system", {"type": "text", "text": system}, ["system"]
+    elif isinstance(system, list):
+        for index, block in enumerate(system):
+            if isinstance(block, dict):
+                yield f"system[{index}]", block, ["system"]
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role"), message.get("content")
+        place = ["messages", number, role]
+        if isinstance(content, str):
+            yield f"messages[{number}].content", {"type": "text", "text": content}, place
+        elif isinstance(content, list):
+            for index, block in enumerate(content):
+                if isinstance(block, dict):
+                    yield f"messages[{number}].content[{index}]", block, place
+
+
+def _ttl(mark: object) -> CacheTtl | None:
+    if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
+        return None
+    return CacheTtl.ONE_HOUR if mark.get("ttl") == CacheTtl.ONE_HOUR else CacheTtl.FIVE_MINUTES

@@ -1,0 +1,104 @@
+"""The cacheable prefixes of a request body: tools → system → messages, one boundary per block,
+canonical (sorted keys, marks excluded) and hashed, with the fake model's token estimate."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from replay.prompt_cache.prefixes import LOOKBACK_BLOCKS, CacheTtl, cacheable_prefixes, estimate_tokens
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def request(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 64,
+        "tools": [{"name": "read", "description": "Read a file.", "input_schema": {"type": "object"}}],
+        "system": [{"type": "text", "text": "You are terse.", "cache_control": EPHEMERAL}],
+        "messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "user", "content": [{"type": "text", "text": "again", "cache_control": EPHEMERAL}]},
+        ],
+    }
+    return body | overrides
+
+
+def test_blocks_are_counted_in_the_apis_order_tools_system_then_messages() -> None:
+    plan = cacheable_prefixes(request())
+    assert [prefix.path for prefix in plan.prefixes] == [
+        "tools[0]",
+        "system[0]",
+        "messages[0].content",
+        "messages[1].content[0]",
+        "messages[2].content[0]",
+    ]
+    assert [prefix.position for prefix in plan.prefixes] == [1, 2, 3, 4, 5]
+
+
+def test_each_cache_control_mark_is_a_breakpoint_with_its_ttl() -> None:
+    body = request()
+    body["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    breakpoints = cacheable_prefixes(body).breakpoints
+    assert [(mark.path, mark.ttl) for mark in breakpoints] == [
+        ("system[0]", CacheTtl.FIVE_MINUTES),
+        ("messages[2].content[0]", CacheTtl.ONE_HOUR),
+    ]
+    assert CacheTtl.FIVE_MINUTES.seconds == 300 and CacheTtl.ONE_HOUR.seconds == 3600
+
+
+def test_a_top_level_cache_control_marks_the_last_block() -> None:
+    body = request(system="You are terse.", cache_control=EPHEMERAL)
+    body["messages"][2]["content"][0].pop("cache_control")
+    assert [mark.path for mark in cacheable_prefixes(body).breakpoints] == ["messages[2].content[0]"]
+
+
+def test_the_marks_themselves_are_not_part_of_the_prefix() -> None:
+    marked, moved = request(), request()
+    moved["system"][0].pop("cache_control")
+    moved["messages"][1]["content"][0]["cache_control"] = EPHEMERAL
+    assert [p.digest for p in cacheable_prefixes(marked).prefixes] == [
+        p.digest for p in cacheable_prefixes(moved).prefixes
+    ]
+
+
+def test_key_order_does_not_matter_but_every_byte_of_a_value_does() -> None:
+    reordered = request()
+    reordered["tools"][0] = dict(reversed(list(reordered["tools"][0].items())))
+    assert cacheable_prefixes(reordered).prefixes == cacheable_prefixes(request()).prefixes
+    changed = copy.deepcopy(request())
+    changed["messages"][1]["content"][0]["text"] = "hi!"
+    before, after = cacheable_prefixes(request()).prefixes, cacheable_prefixes(changed).prefixes
+    assert [p.digest for p in before[:3]] == [p.digest for p in after[:3]]
+    assert all(b.digest != a.digest for b, a in zip(before[3:], after[3:], strict=True))
+
+
+def test_a_block_moved_into_another_message_is_another_prefix() -> None:
+    split = request(messages=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    joined = request(
+        messages=[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    )
+    assert cacheable_prefixes(split).prefixes[-1].digest != cacheable_prefixes(joined).prefixes[-1].digest
+
+
+def test_tokens_grow_with_the_prefix_on_the_fake_models_scale() -> None:
+    tokens = [prefix.tokens for prefix in cacheable_prefixes(request()).prefixes]
+    assert tokens == sorted(tokens) and tokens[0] > 0
+    assert estimate_tokens(b"x" * 4003) == 1000
+
+
+def test_the_lookback_reaches_twenty_blocks_longest_first() -> None:
+    body = request(messages=[{"role": "user", "content": f"m{index}"} for index in range(30)])
+    body["messages"][-1] = {"role": "user", "content": [{"type": "text", "text": "last", "cache_control": EPHEMERAL}]}
+    plan = cacheable_prefixes(body)
+    last = plan.breakpoints[-1]
+    window = plan.lookback(last)
+    assert len(window) == LOOKBACK_BLOCKS == 20
+    assert window[0] == last and window[-1].position == last.position - 19
+
+
+def test_bodies_without_cacheable_blocks_have_no_prefixes() -> None:
+    assert cacheable_prefixes({"model": "m"}).prefixes == ()
+    assert cacheable_prefixes({"messages": "not a list", "tools": {"x": 1}}).breakpoints == ()
