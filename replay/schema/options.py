@@ -1,6 +1,6 @@
 """How a recorded session is run beyond its prompts and engine settings: hooks (shell commands),
-permission rules, an interruption, the session clock between prompts, manual compactions
-between prompts, and the variables its commands (Bash, command hooks) find in their environment.
+permission rules, an interruption, the session clock between prompts, manual compactions and
+system prompt changes between prompts, and the variables its commands (Bash, command hooks) find in their environment.
 
 They live in ``session.json`` (and in a scenario file, under ``session:``) so that re-executing
 a bundle sets the loop up exactly as when it was recorded.
@@ -20,10 +20,22 @@ from engine.tools import RulePolicy, allow_all
 __all__ = ["InterruptAt", "SessionOptions", "SessionOptionsError"]
 
 _HOOK_EVENTS = ("pre_tool_use", "post_tool_use", "stop")
-_KEYS = ("hooks", "permissions", "interrupt", "clock_advance_minutes", "compact_before_prompt", "env")
+_KEYS = (
+    "hooks",
+    "permissions",
+    "interrupt",
+    "clock_advance_minutes",
+    "compact_before_prompt",
+    "system_prompt_before_prompt",
+    "env",
+)
 _COMPACT_SHAPE = (
     "'compact_before_prompt' must be a prompt number from 2 up (the session compacts before that prompt) "
     "or a list of such numbers, e.g. 2 or [2, 4]"
+)
+_SYSTEM_PROMPT_SHAPE = (
+    "'system_prompt_before_prompt' must map prompt numbers from 2 up to the system prompt used from that "
+    "prompt on, e.g. {2: 'Answer tersely.'}"
 )
 
 
@@ -75,6 +87,11 @@ class SessionOptions:
     # The prompts (numbered from 1) before which the user compacts the conversation (`/compact`):
     # a `manual` compact boundary whose summary request goes to the model like any other.
     compact_before_prompt: tuple[int, ...] = ()
+    # The system prompt the session uses from a prompt (numbered from 1) on, as when the user
+    # switches output style or edits an appended system prompt mid-session: the next request
+    # sends the new text, so the cached prefix breaks there (on purpose: it is what a cache
+    # audit must catch).
+    system_prompt_before_prompt: Mapping[int, str] = field(default_factory=dict)
     # Variables set for the session's commands, with their values: stored in session.json, so a
     # replay on any machine gives its commands what the recording's had (never a secret: it is
     # committed with the bundle). Passing names through from the replaying machine would not be.
@@ -114,6 +131,7 @@ class SessionOptions:
             interrupt=interrupt,
             clock_advance_minutes=tuple(minutes),
             compact_before_prompt=_prompt_numbers_from(raw.get("compact_before_prompt")),
+            system_prompt_before_prompt=_system_prompts_from(raw.get("system_prompt_before_prompt")),
             env=_env_from(raw.get("env")),
         )
 
@@ -131,6 +149,11 @@ class SessionOptions:
         if self.compact_before_prompt:
             numbers = self.compact_before_prompt
             document["compact_before_prompt"] = numbers[0] if len(numbers) == 1 else list(numbers)
+        if self.system_prompt_before_prompt:
+            # JSON object keys are strings; `from_mapping` reads them back as prompt numbers.
+            document["system_prompt_before_prompt"] = {
+                str(n): text for n, text in sorted(self.system_prompt_before_prompt.items())
+            }
         if self.env:
             document["env"] = dict(self.env)
         return document
@@ -168,14 +191,23 @@ class SessionOptions:
         """Whether the user compacts the conversation before prompt ``prompt_index`` (0-based)."""
         return prompt_index + 1 in self.compact_before_prompt
 
+    def system_prompt_before(self, prompt_index: int) -> str | None:
+        """The system prompt the session switches to before prompt ``prompt_index`` (0-based),
+        or None when it keeps the one it has."""
+        return self.system_prompt_before_prompt.get(prompt_index + 1)
+
     def check_prompt_count(self, count: int) -> None:
         """``SessionOptionsError`` when an option names a prompt the session does not submit."""
-        beyond = [n for n in self.compact_before_prompt if n > count]
-        if beyond:
-            raise SessionOptionsError(
-                f"'compact_before_prompt' names prompt {beyond[0]}, but the session submits only {count} "
-                f"prompt{'' if count == 1 else 's'}"
-            )
+        for option, numbers in (
+            ("compact_before_prompt", self.compact_before_prompt),
+            ("system_prompt_before_prompt", sorted(self.system_prompt_before_prompt)),
+        ):
+            beyond = [n for n in numbers if n > count]
+            if beyond:
+                raise SessionOptionsError(
+                    f"'{option}' names prompt {beyond[0]}, but the session submits only {count} "
+                    f"prompt{'' if count == 1 else 's'}"
+                )
 
     def should_interrupt(self, item: object, seen: list[int]) -> bool:
         """Whether the user interrupts on seeing ``item``; ``seen`` counts matches so far."""
@@ -202,6 +234,34 @@ def _prompt_numbers_from(raw: object) -> tuple[int, ...]:
     if len(set(numbers)) != len(numbers):
         raise SessionOptionsError("'compact_before_prompt' names a prompt more than once")
     return tuple(sorted(numbers))
+
+
+def _system_prompts_from(raw: object) -> dict[int, str]:
+    """The ``system_prompt_before_prompt`` option: prompt numbers from 2 up (written as numbers
+    in YAML, as strings of digits in JSON, whose keys are strings) to non-empty system prompts."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not raw:
+        raise SessionOptionsError(_SYSTEM_PROMPT_SHAPE)
+    prompts: dict[int, str] = {}
+    for key, text in raw.items():
+        number = _prompt_number(key)
+        if number is None or not isinstance(text, str) or not text:
+            raise SessionOptionsError(_SYSTEM_PROMPT_SHAPE)
+        if number in prompts:
+            raise SessionOptionsError(f"'system_prompt_before_prompt' names prompt {number} more than once")
+        prompts[number] = text
+    return dict(sorted(prompts.items()))
+
+
+def _prompt_number(key: object) -> int | None:
+    """A prompt number from 2 up written as a mapping key, or None."""
+    if isinstance(key, str) and key.isascii() and key.isdigit() and not key.startswith("0"):
+        key = int(key)
+    # bool is an int, but `true` is no prompt number; before prompt 1 the session has its settings.
+    if isinstance(key, int) and not isinstance(key, bool) and key >= 2:
+        return key
+    return None
 
 
 # The trace event each interrupt waits for (``tool_use`` waits for an assistant message).

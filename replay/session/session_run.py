@@ -7,6 +7,7 @@ replays the same from any folder. ``replay_bundle`` re-executes a bundle offline
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -141,6 +142,10 @@ async def run_session(
                         session_seconds.advance(minutes * 60)
                     if spec.options.compacts_before(index):
                         await _compact(engine)
+                    system_prompt = spec.options.system_prompt_before(index)
+                    if system_prompt is not None:
+                        # The engine reads its settings at each submit, so the next request sends it.
+                        engine.settings = dataclasses.replace(engine.settings, system_prompt=system_prompt)
                     async for item in engine.submit_message(prompt):
                         if isinstance(item, QueryResult):
                             results.append(item)
