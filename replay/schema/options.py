@@ -1,6 +1,7 @@
 """How a recorded session is run beyond its prompts and engine settings: hooks (shell commands),
 permission rules, an interruption, the session clock between prompts, manual compactions and
-system prompt changes between prompts, and the variables its commands (Bash, command hooks) find in their environment.
+system prompt changes between prompts, and the variables its commands (Bash, command hooks)
+find in their environment.
 
 They live in ``session.json`` (and in a scenario file, under ``session:``) so that re-executing
 a bundle sets the loop up exactly as when it was recorded.
