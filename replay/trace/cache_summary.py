@@ -175,9 +175,10 @@ class CacheSummary:
         else:
             lines.append("cache: not audited (the trace was recorded before the cache audit)")
         lines.append(_cost_line(self))
-        unexpected = self.unexpected
-        lines.append(f"unexpected cache breaks: {len(unexpected)}")
-        lines.extend(f"  {b.line}" for b in unexpected)
+        if self.audited:
+            unexpected = self.unexpected
+            lines.append(f"unexpected cache breaks: {len(unexpected)}")
+            lines.extend(f"  {b.line}" for b in unexpected)
         if self.disagreements:
             lines.append(f"disagreements with the reported usage: {len(self.disagreements)}")
             lines.extend(f"  {d.line}" for d in self.disagreements)

@@ -133,7 +133,6 @@ def test_a_trace_recorded_before_the_audit_says_so() -> None:
     assert text.splitlines() == [
         "cache: not audited (the trace was recorded before the cache audit)",
         "cost: unknown (no usage was recorded and there is no cache audit to estimate it from)",
-        "unexpected cache breaks: 0",
     ]
     assert summarize_cache(old).hit_ratio is None
 
