@@ -34,8 +34,7 @@ def test_show_prints_the_recorded_trace_as_text(tmp_path: Path) -> None:
     trace_text, summary = result.stdout.split("\n\n", 1)
     assert trace_text + "\n" == (bundle / "trace.txt").read_text()
     assert "    compaction autocompact: boundary at 7012 tokens -> 39; summary " in result.stdout
-    assert summary.startswith("cache: ")
-    assert "\nunexpected cache breaks: 0\n" in summary
+    assert summary.startswith("cache: ") and "\ncost: " in summary
 
 
 def test_show_prints_json_and_reads_a_trace_file(tmp_path: Path) -> None:
