@@ -51,6 +51,8 @@ class RequestSummary:
     passes), what the audit says of it and what it cost."""
 
     where: str
+    prompt: int
+    pass_index: int  # the pass's place in its prompt, from 1 (`where` names its turn)
     purpose: str
     cache: RequestCache | None
     model: str | None
@@ -192,13 +194,15 @@ def summarize_cache(trace: BehaviourTrace) -> CacheSummary:
     breaks: list[BreakReport] = []
     model: str | None = None
     for number, prompt in enumerate(trace.prompts, start=1):
-        for trace_pass in prompt.passes:
+        for index, trace_pass in enumerate(prompt.passes, start=1):
             where = f"prompt {number} pass {trace_pass.turn}"
             model = trace_pass.model_call.get("model") or model
             answered = _answered_request(trace_pass)
             for request in trace_pass.requests:
                 label = where if request.purpose == "main" else f"{where} {request.purpose}"
-                summary = _request_summary(label, request, trace_pass, model, answered=request is answered)
+                summary = _request_summary(
+                    (label, number, index), request, trace_pass, model, answered=request is answered
+                )
                 requests.append(summary)
                 if request.cache is not None and request.cache.cache_break is not None:
                     breaks.append(BreakReport(label, request.cache.cache_break))
@@ -220,14 +224,17 @@ def _answered_request(trace_pass: PassTrace) -> RequestTrace | None:
 
 
 def _request_summary(
-    where: str, request: RequestTrace, trace_pass: PassTrace, model: str | None, *, answered: bool
+    place: tuple[str, int, int], request: RequestTrace, trace_pass: PassTrace, model: str | None, *, answered: bool
 ) -> RequestSummary:
+    where, prompt, index = place
+
+    def summary(cost: SessionCost, source: CostSource, reported: Mapping[str, Any] | None = None) -> RequestSummary:
+        return RequestSummary(where, prompt, index, request.purpose, request.cache, model, cost, source, reported)
+
     call = trace_pass.model_call
     usage = call.get("usage")
     if answered and isinstance(usage, Mapping):
-        return RequestSummary(
-            where, request.purpose, request.cache, model, _priced(model, usage), CostSource.REPORTED, usage
-        )
+        return summary(_priced(model, usage), CostSource.REPORTED, usage)
     # A summary request (compaction) is answered though its usage is not in the trace.
     got_answer = call.get("stop_reason") is not None if answered else request.purpose != "main"
     if got_answer and request.cache is not None:
@@ -236,10 +243,8 @@ def _request_summary(
             "cache_creation_input_tokens": request.cache.written,
             "cache_read_input_tokens": request.cache.read,
         }
-        return RequestSummary(
-            where, request.purpose, request.cache, model, _priced(model, estimate), CostSource.SIMULATED
-        )
-    return RequestSummary(where, request.purpose, request.cache, model, SessionCost(), CostSource.UNANSWERED)
+        return summary(_priced(model, estimate), CostSource.SIMULATED)
+    return summary(SessionCost(), CostSource.UNANSWERED)
 
 
 def _priced(model: str | None, usage: Mapping[str, Any]) -> SessionCost:

@@ -23,6 +23,7 @@ from tests.replay.trace.cache_traces import a_pass, a_trace, cache, usage
 
 runner = CliRunner()
 LARGE_CONTEXT = EngineSettings(context_window=200_000, max_output_tokens=1_000)
+SYSTEM_BREAK = {"at": "system[0].text", "cause": BreakCause.SYSTEM_PROMPT_CHANGED}
 
 
 def test_show_prints_the_recorded_trace_as_text(tmp_path: Path) -> None:
@@ -225,3 +226,22 @@ def test_coverage_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     bundle = record_sync(tmp_path / "hello", [DONE])
     (bundle / "cassette.yaml").write_text("{")
     assert_bad_input(runner.invoke(app, ["coverage", str(tmp_path)]), "cassette.yaml")
+
+
+def test_diff_tells_a_new_cache_break_and_the_cost_it_adds(tmp_path: Path) -> None:
+    steady = [a_pass(1, cache(written=6_000), usage(written=6_000)), a_pass(2, cache(read=6_000), usage(read=6_000))]
+    broken = [
+        a_pass(1, cache(written=6_000), usage(written=6_000)),
+        a_pass(2, cache(written=6_000, **SYSTEM_BREAK), usage(written=6_000)),
+    ]
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(a_trace(steady).dumps())
+    after.write_text(a_trace(broken).dumps())
+
+    result = runner.invoke(app, ["diff", str(before), str(after)])
+
+    assert result.exit_code == 1
+    # Pass 2: 6,000 read at $0.30 per million → 6,000 written at $3.75 per million.
+    assert "  prompt 1 pass 2: cache break at system[0].text (system prompt changed, unexpected) — cost +1150%." in (
+        result.stdout.splitlines()
+    )
