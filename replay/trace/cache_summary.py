@@ -11,7 +11,7 @@ the API uses its tokenizer): only whether each side read, or wrote, anything at 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -30,6 +30,9 @@ __all__ = [
     "summarize_cache",
     "unexpected_breaks",
 ]
+
+
+_DISAGREEMENTS_SHOWN = 5  # the text summary stays short; the JSON lists every one
 
 
 class CostSource(StrEnum):
@@ -91,11 +94,10 @@ class Disagreement:
     reported: int
 
     @property
-    def line(self) -> str:
-        verb = "read from" if self.kind is CacheKind.READ else "written to"
-        if self.simulated:
-            return f"{self.where}: the audit expects {self.simulated:,} tokens {verb} the cache, the API reported none"
-        return f"{self.where}: the API reported {self.reported:,} tokens {verb} the cache, the audit expects none"
+    def phrase(self) -> str:
+        """``read 1,158 (audit) vs 0 (API)``."""
+        noun = "read" if self.kind is CacheKind.READ else "written"
+        return f"{noun} {self.simulated:,} (audit) vs {self.reported:,} (API)"
 
     def to_json(self) -> dict[str, Any]:
         return {"where": self.where, "kind": self.kind.value, "simulated": self.simulated, "reported": self.reported}
@@ -181,9 +183,7 @@ class CacheSummary:
             unexpected = self.unexpected
             lines.append(f"unexpected cache breaks: {len(unexpected)}")
             lines.extend(f"  {b.line}" for b in unexpected)
-        if self.disagreements:
-            lines.append(f"disagreements with the reported usage: {len(self.disagreements)}")
-            lines.extend(f"  {d.line}" for d in self.disagreements)
+        lines.extend(_disagreement_lines(self.disagreements))
         return "\n".join(lines) + "\n"
 
 
@@ -261,6 +261,26 @@ def _disagreements(where: str, cache: RequestCache, reported: Mapping[str, Any])
         if (simulated > 0) != (actual > 0):
             found.append(Disagreement(where, kind, simulated, actual))
     return found
+
+
+def _disagreement_lines(disagreements: Sequence[Disagreement]) -> list[str]:
+    """One line per request where the audit and the API disagree, the first few of them."""
+    by_request: dict[str, list[str]] = {}
+    for found in disagreements:
+        by_request.setdefault(found.where, []).append(found.phrase)
+    if not by_request:
+        return []
+    lines = [f"disagreements with the reported usage: {_count(len(by_request), 'request')}"]
+    shown = list(by_request.items())[:_DISAGREEMENTS_SHOWN]
+    lines.extend(f"  {where}: {', '.join(phrases)}" for where, phrases in shown)
+    if len(by_request) > len(shown):
+        lines.append(f"  ... and {len(by_request) - len(shown)} more (--format json lists them all)")
+    return lines
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 request``, ``3 requests``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _cost_line(summary: CacheSummary) -> str:

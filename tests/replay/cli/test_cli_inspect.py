@@ -74,8 +74,8 @@ def test_show_ends_the_text_with_the_session_cache_and_cost(tmp_path: Path) -> N
         "cost: $0.0419 (from the reported usage)",  # $0.030000 + $0.011925
         "unexpected cache breaks: 1",
         "  prompt 1 pass 2: cache break at system[0].text (system prompt changed)",
-        "disagreements with the reported usage: 1",
-        "  prompt 1 pass 2: the API reported 6,000 tokens read from the cache, the audit expects none",
+        "disagreements with the reported usage: 1 request",
+        "  prompt 1 pass 2: read 0 (audit) vs 6,000 (API)",
     ]
 
 

@@ -108,9 +108,26 @@ def test_a_request_where_the_audit_and_the_api_disagree_is_named() -> None:
         ("prompt 1 pass 2", CacheKind.READ),
         ("prompt 1 pass 3", CacheKind.READ),
     ]
-    text = summary.render_text()
-    assert "prompt 1 pass 2: the audit expects 6,000 tokens read from the cache, the API reported none" in text
-    assert "prompt 1 pass 3: the API reported 6,000 tokens read from the cache, the audit expects none" in text
+    assert summary.render_text().splitlines()[-3:] == [
+        "disagreements with the reported usage: 2 requests",
+        "  prompt 1 pass 2: read 6,000 (audit) vs 0 (API)",
+        "  prompt 1 pass 3: read 0 (audit) vs 6,000 (API)",
+    ]
+
+
+def test_the_text_names_the_first_few_disagreeing_requests_and_counts_the_rest() -> None:
+    # A scenario that pins its usage reports no cache at all: every request disagrees.
+    trace = a_trace([a_pass(turn, cache(read=1_000, written=60), usage(uncached=1_060)) for turn in range(1, 9)])
+    lines = summarize_cache(trace).render_text().splitlines()
+    assert lines[lines.index("disagreements with the reported usage: 8 requests") + 1 :] == [
+        "  prompt 1 pass 1: read 1,000 (audit) vs 0 (API), written 60 (audit) vs 0 (API)",
+        "  prompt 1 pass 2: read 1,000 (audit) vs 0 (API), written 60 (audit) vs 0 (API)",
+        "  prompt 1 pass 3: read 1,000 (audit) vs 0 (API), written 60 (audit) vs 0 (API)",
+        "  prompt 1 pass 4: read 1,000 (audit) vs 0 (API), written 60 (audit) vs 0 (API)",
+        "  prompt 1 pass 5: read 1,000 (audit) vs 0 (API), written 60 (audit) vs 0 (API)",
+        "  ... and 3 more (--format json lists them all)",
+    ]
+    assert len(summarize_cache(trace).to_json()["disagreements"]) == 16
 
 
 def test_exact_token_counts_are_not_compared() -> None:
