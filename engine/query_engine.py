@@ -19,7 +19,7 @@ from typing import Any
 from engine.abort import AbortController
 from engine.attachments import AttachmentSources, render_attachment_for_api
 from engine.compact import CompactionResult, CompactTrigger, compact_conversation
-from engine.cost import cost_usd
+from engine.cost import SessionCost, usage_cost
 from engine.deps import QueryDeps
 from engine.events import CompactionTier, LoopEnd, RequestStart, TraceEvent, TraceKind
 from engine.hooks import HookContext, Hooks
@@ -224,7 +224,10 @@ class QueryEngine:
         if isinstance(item, TraceEvent):
             self.trace.append(item)
             if item.kind is TraceKind.MODEL_CALL:
-                _add_usage(tally.usage, item.data.get("usage") or {})
+                usage = item.data.get("usage") or {}
+                _add_usage(tally.usage, usage)
+                # Priced call by call: a fallback changes the model, a long prompt the band.
+                tally.cost = tally.cost + usage_cost(str(item.data.get("model") or self.settings.model), usage)
             return True
         self._accept(item)
         tally.note_response(item)
@@ -319,7 +322,7 @@ class QueryEngine:
             usage=usage,
             num_turns=end.turn_count,
             duration_ms=int(elapsed.total_seconds() * 1000),
-            total_cost_usd=cost_usd(self.settings.model, usage),
+            total_cost_usd=round(tally.cost.usd, 6),
             terminal_reason=end.terminal,
             is_error=subtype is not ResultSubtype.SUCCESS,
             session_id=self.session_id,
@@ -336,6 +339,7 @@ class _TurnTally:
     """What a turn adds up to while it runs: usage, the last response's blocks, the end."""
 
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_USAGE_KEYS, 0))
+    cost: SessionCost = field(default_factory=SessionCost)
     last_response: list[AssistantMessage] = field(default_factory=list)
     end: LoopEnd | None = None
 

@@ -15,6 +15,7 @@ from replay.session.bundle_diff import diff_paths
 from replay.session.library_coverage import coverage as coverage_of
 from replay.session.library_coverage import render_table
 from replay.trace.behaviour import BehaviourTrace, TraceFormatError, TraceProblem, render_mermaid, render_text
+from replay.trace.cache_summary import summarize_cache
 from replay.trace.diff import diff_traces
 from replay.trace.trace_file import read_trace_file
 
@@ -39,10 +40,15 @@ def show(
         ),
     ] = TraceFormat.TEXT,
 ) -> None:
-    """Print the behaviour recorded in a bundle: per prompt and per pass, what the loop did.
+    """Print the behaviour recorded in a bundle: per prompt and per pass, what the loop did,
+    then what the prompt cache did and what the session cost.
 
-    The text form is what snapshots store; json is the full model; mermaid draws the passes as
-    a state diagram to paste into a README or a pull request (inside a ```mermaid block).
+    The text form is what snapshots store, followed by a session summary: tokens read from the
+    cache, written to it and left uncached, the hit ratio, the cost in US dollars (from the usage
+    the API reported; models the price table does not know are named), the unexpected cache
+    breaks, and the requests where the cache audit and the reported usage disagree. json is the
+    full model plus a `summary` object with the same; mermaid draws the passes as a state
+    diagram to paste into a README or a pull request (inside a ```mermaid block).
 
     Examples:
 
@@ -54,11 +60,13 @@ def show(
     with bad_input():
         trace = _load_trace(session)
     if output_format is TraceFormat.JSON:
-        typer.echo(trace.dumps(), nl=False)
+        document = {**trace.to_json(), "summary": summarize_cache(trace).to_json()}
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
     elif output_format is TraceFormat.MERMAID:
         typer.echo(render_mermaid(trace), nl=False)
     else:
-        typer.echo(render_text(trace), nl=False)
+        typer.echo(render_text(trace))
+        typer.echo(summarize_cache(trace).render_text(), nl=False)
 
 
 def _load_trace(path: Path) -> BehaviourTrace:

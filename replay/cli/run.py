@@ -32,8 +32,9 @@ from replay.session.rerecord import rerecord_bundle
 from replay.session.runner import RunReport, run_bundle
 from replay.session.verify import BundleSummary, exit_code, find_bundles, start_workers, verify_bundles
 from replay.storage.atomic import FileWriteError
+from replay.trace.cache_summary import BreakReport, unexpected_breaks
 
-__all__ = ["run", "verify"]
+__all__ = ["cache_break_line", "run", "verify"]
 
 
 def run(
@@ -61,6 +62,14 @@ def run(
             min=0,
         ),
     ] = 0.0,
+    fail_on_cache_break: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-cache-break",
+            help="Also exit 1 when the replayed run breaks the prompt cache where the loop did not mean "
+            "to (a changed system prompt, a reordered tool list, a leaked backfill...), naming each break.",
+        ),
+    ] = False,
 ) -> None:
     """Re-execute recorded sessions offline and check the loop still does what it did.
 
@@ -73,8 +82,10 @@ def run(
         replay run cassettes/fix-todo
         replay run cassettes/* --json
         replay run cassettes/fix-todo --update   # accept what the loop does now
+        replay run cassettes/* --fail-on-cache-break
 
-    Exit codes: 0 every bundle matches (or was updated), 1 at least one drifted, 2 bad input (a missing or
+    Exit codes: 0 every bundle matches (or was updated), 1 at least one drifted (or, with
+    --fail-on-cache-break, broke the prompt cache unexpectedly), 2 bad input (a missing or
     corrupt bundle, one another process is writing while --update would rewrite it, or a live bundle that
     --update would record from without ANTHROPIC_API_KEY).
     """
@@ -89,14 +100,25 @@ def run(
             reports.append({"bundle": str(session), "verdict": "error", "error": one_line(describe_error(exc))})
             code = BAD_INPUT
             continue
-        reports.append(report.to_json())
-        if not report.matched and not report.updated and code == OK:
+        breaks = unexpected_breaks(report.trace) if fail_on_cache_break and report.trace is not None else []
+        document = report.to_json()
+        if fail_on_cache_break:
+            document["unexpected_cache_breaks"] = [b.to_json() for b in breaks]
+        reports.append(document)
+        if ((not report.matched and not report.updated) or breaks) and code == OK:
             code = DRIFT
         if not as_json:
             _print_report(report)
+            for found in breaks:
+                typer.echo(cache_break_line(report.bundle, found))
     if as_json:
         typer.echo(json.dumps(reports, indent=2, ensure_ascii=False))
     raise typer.Exit(code)
+
+
+def cache_break_line(bundle: Path | str, found: BreakReport) -> str:
+    """``CACHE BREAK cassettes/x prompt 1 pass 3: system[0].text (system prompt changed)``."""
+    return f"CACHE BREAK {bundle} {found.where}: {found.cache_break.path} ({found.cache_break.cause.phrase})"
 
 
 def _print_report(report: RunReport) -> None:
@@ -140,6 +162,14 @@ def verify(
             "file comes out byte-identical (the record path is deterministic).",
         ),
     ] = False,
+    fail_on_cache_break: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-cache-break",
+            help="Also exit 1 when a replayed run breaks the prompt cache where the loop did not mean to, "
+            "naming each break.",
+        ),
+    ] = False,
 ) -> None:
     """Re-execute every bundle below some folders, with a progress bar and a summary table.
 
@@ -151,8 +181,10 @@ def verify(
         replay verify                        # every bundle below cassettes/
         replay verify cassettes tests/sessions --jobs 4
         replay verify --rerecord             # record again: identical files?
+        replay verify --fail-on-cache-break  # and no unexpected prompt-cache break
 
-    Exit codes: 0 every bundle matches, 1 at least one drifted, 2 bad input (no bundles, or one that cannot be read).
+    Exit codes: 0 every bundle matches, 1 at least one drifted (or, with --fail-on-cache-break, broke the
+    prompt cache unexpectedly), 2 bad input (no bundles, or one that cannot be read).
     """
     with bad_input():
         if jobs < 1:
@@ -197,7 +229,15 @@ def verify(
     for summary in summaries:
         if summary.error is not None:
             typer.echo(f"error: {one_line(summary.error)}", err=True)
-    raise typer.Exit(exit_code(summaries))
+    code = exit_code(summaries)
+    if fail_on_cache_break:
+        breaks = [(s.bundle, found) for s in summaries for found in s.cache_breaks]
+        if not as_json:
+            for bundle, found in breaks:
+                typer.echo(cache_break_line(bundle, found))
+        if breaks and code == OK:
+            code = DRIFT
+    raise typer.Exit(code)
 
 
 def _rerecord_all(bundles: list[Path]) -> None:

@@ -20,6 +20,7 @@ from replay.cassette import CassetteError
 from replay.session.bundle import SESSION_FILE, BundleError
 from replay.session.runner import run_bundle
 from replay.storage.atomic import FileWriteError
+from replay.trace.cache_summary import BreakReport, unexpected_breaks
 
 __all__ = ["BundleSummary", "exit_code", "find_bundles", "verify_bundle", "verify_bundles"]
 
@@ -37,9 +38,15 @@ class BundleSummary:
     seconds: float = 0.0
     differences: list[str] = field(default_factory=list)
     error: str | None = None
+    # The replayed run's cache breaks the loop did not mean (``replay verify --fail-on-cache-break``).
+    cache_breaks: list[BreakReport] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "seconds": round(self.seconds, 3)}
+        return {
+            **asdict(self),
+            "seconds": round(self.seconds, 3),
+            "cache_breaks": [found.to_json() for found in self.cache_breaks],
+        }
 
 
 def find_bundles(paths: Iterable[Path]) -> list[Path]:
@@ -84,6 +91,7 @@ def verify_bundle(path: str | Path) -> BundleSummary:
         requests=requests,
         seconds=report.seconds,
         differences=list(report.differences),
+        cache_breaks=unexpected_breaks(trace) if trace is not None else [],
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine import TraceEvent, TraceKind
 from replay.cassette.transport import LoggedRequest
+from replay.trace.request_cache import RequestCache
 
 __all__ = [
     "TRACE_FORMAT_VERSION",
@@ -55,12 +56,31 @@ class TraceFormatError(ValueError):
 
 @dataclass(frozen=True)
 class RequestTrace:
-    """One HTTP request of a pass: why it was made and its fingerprint."""
+    """One HTTP request of a pass: why it was made, its fingerprint, and what the cache audit
+    says of it (None for a request that is not a Messages API call)."""
 
     purpose: str  # "main" or "compact"
     fingerprint: str
     path: str = "/v1/messages"
     matched: bool = True
+    cache: RequestCache | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "purpose": self.purpose,
+            "fingerprint": self.fingerprint,
+            "path": self.path,
+            "matched": self.matched,
+        }
+        if self.cache is not None:
+            document["cache"] = self.cache.to_json()
+        return document
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> RequestTrace:
+        data = dict(document)
+        cache = data.pop("cache", None)
+        return cls(**data, cache=None if cache is None else RequestCache.from_json(cache))
 
 
 @dataclass
@@ -162,7 +182,7 @@ class BehaviourTrace:
                 data = dict(t)
                 data.pop("fingerprint", None)
                 data.pop("tombstones", None)
-                data["requests"] = [RequestTrace(**r) for r in data.get("requests", [])]
+                data["requests"] = [RequestTrace.from_json(r) for r in data.get("requests", [])]
                 passes.append(PassTrace(**data))
             prompts.append(
                 PromptTrace(prompt=p["prompt"], passes=passes, terminal=p["terminal"], before=p.get("before", []))
@@ -172,6 +192,7 @@ class BehaviourTrace:
 
 def _pass_json(trace: PassTrace) -> dict[str, Any]:
     data = asdict(trace)
+    data["requests"] = [request.to_json() for request in trace.requests]
     return {
         "turn": trace.turn,
         "transition": trace.transition,

@@ -1,6 +1,7 @@
 """What changed between two runs, in the loop's terms: a transition that no longer fires, a
 compaction boundary that moved, a request fingerprint that changed and which field of the
-request changed it, tools called or batched differently, a different terminal.
+request changed it, tools called or batched differently, a different terminal, a prompt-cache
+break that appeared or went away and what it did to the cost (`cache_diff`).
 
 Every difference is one sentence. ``diff_traces`` compares two behaviour traces,
 ``diff_transcripts`` two transcripts (a short unified diff), and ``explain_fingerprint_change``
@@ -20,6 +21,7 @@ from typing import Any
 from replay.cassette.fingerprints import Normalizer
 from replay.cassette.jsondiff import differing_paths
 from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace
+from replay.trace.cache_diff import cache_differences
 from replay.trace.compaction_diff import compaction_differences
 
 __all__ = [
@@ -56,6 +58,7 @@ def diff_traces(a: BehaviourTrace, b: BehaviourTrace, *, explain: Explain | None
             )
         else:
             lines.extend(_prompt_differences(number, before, after, explain))
+    lines.extend(cache_differences(a, b))
     return lines
 
 

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from engine import EngineSettings
 from replay.cli.app import app
+from replay.trace.request_cache import BreakCause
 from tests.replay.bundle_helpers import (
     AUTOCOMPACT_TURNS,
     DONE,
@@ -18,9 +19,11 @@ from tests.replay.bundle_helpers import (
     assert_bad_input,
     record_sync,
 )
+from tests.replay.trace.cache_traces import a_pass, a_trace, cache, usage
 
 runner = CliRunner()
 LARGE_CONTEXT = EngineSettings(context_window=200_000, max_output_tokens=1_000)
+SYSTEM_BREAK = {"at": "system[0].text", "cause": BreakCause.SYSTEM_PROMPT_CHANGED}
 
 
 def test_show_prints_the_recorded_trace_as_text(tmp_path: Path) -> None:
@@ -29,8 +32,10 @@ def test_show_prints_the_recorded_trace_as_text(tmp_path: Path) -> None:
     result = runner.invoke(app, ["show", str(bundle)])
 
     assert result.exit_code == 0, result.output
-    assert result.stdout == (bundle / "trace.txt").read_text()
+    trace_text, summary = result.stdout.split("\n\n", 1)
+    assert trace_text + "\n" == (bundle / "trace.txt").read_text()
     assert "    compaction autocompact: boundary at 7012 tokens -> 39; summary " in result.stdout
+    assert summary.startswith("cache: ") and "\ncost: " in summary
 
 
 def test_show_prints_json_and_reads_a_trace_file(tmp_path: Path) -> None:
@@ -40,8 +45,64 @@ def test_show_prints_json_and_reads_a_trace_file(tmp_path: Path) -> None:
     from_file = runner.invoke(app, ["show", str(bundle / "trace.json"), "-f", "json"])
 
     assert as_json.exit_code == 0 and from_file.exit_code == 0
-    assert json.loads(as_json.stdout) == json.loads((bundle / "trace.json").read_text())
+    document = json.loads(as_json.stdout)
+    summary = document.pop("summary")
+    assert document == json.loads((bundle / "trace.json").read_text())
+    assert set(summary) >= {"cache", "cost", "unexpected_breaks", "disagreements"}
     assert from_file.stdout == as_json.stdout
+
+
+def test_show_ends_the_text_with_the_session_cache_and_cost(tmp_path: Path) -> None:
+    trace = a_trace(
+        [
+            a_pass(1, cache(written=6_000, uncached=2_000), usage(written=6_000, uncached=2_000, output=100)),
+            a_pass(
+                2,
+                cache(written=8_500, uncached=50, at="system[0].text", cause=BreakCause.SYSTEM_PROMPT_CHANGED),
+                usage(read=6_000, written=2_500, uncached=50, output=40),
+            ),
+        ]
+    )
+    path = tmp_path / "trace.json"
+    path.write_text(trace.dumps())
+
+    result = runner.invoke(app, ["show", str(path)])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n\n", 1)[1].splitlines() == [
+        "cache: 0 read, 14,500 written, 2,050 uncached tokens (hit ratio 0%)",
+        "cost: $0.0419 (from the reported usage)",  # $0.030000 + $0.011925
+        "unexpected cache breaks: 1",
+        "  prompt 1 pass 2: cache break at system[0].text (system prompt changed)",
+        "disagreements with the reported usage: 1 request",
+        "  prompt 1 pass 2: read 0 (audit) vs 6,000 (API)",
+    ]
+
+
+def test_show_json_carries_each_request_cache_and_the_session_summary(tmp_path: Path) -> None:
+    trace = a_trace([a_pass(1, cache(written=6_000, uncached=2_000), usage(written=6_000, uncached=2_000))])
+    path = tmp_path / "trace.json"
+    path.write_text(trace.dumps())
+
+    document = json.loads(runner.invoke(app, ["show", str(path), "--format", "json"]).stdout)
+
+    request = document["prompts"][0]["passes"][0]["requests"][0]
+    assert request["cache"] == {
+        "marks": 2,
+        "prefix": 6_000,
+        "read": 0,
+        "written": 6_000,
+        "uncached": 2_000,
+        "break": None,
+    }
+    assert document["summary"]["cache"] == {
+        "read": 0,
+        "written": 6_000,
+        "uncached": 2_000,
+        "hit_ratio": 0.0,
+        "requests": 1,
+    }
+    assert document["summary"]["cost"] == {"usd": 0.0285, "unpriced_models": [], "simulated": []}
 
 
 def test_show_draws_the_passes_as_a_mermaid_state_diagram(tmp_path: Path) -> None:
@@ -165,3 +226,22 @@ def test_coverage_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     bundle = record_sync(tmp_path / "hello", [DONE])
     (bundle / "cassette.yaml").write_text("{")
     assert_bad_input(runner.invoke(app, ["coverage", str(tmp_path)]), "cassette.yaml")
+
+
+def test_diff_tells_a_new_cache_break_and_the_cost_it_adds(tmp_path: Path) -> None:
+    steady = [a_pass(1, cache(written=6_000), usage(written=6_000)), a_pass(2, cache(read=6_000), usage(read=6_000))]
+    broken = [
+        a_pass(1, cache(written=6_000), usage(written=6_000)),
+        a_pass(2, cache(written=6_000, **SYSTEM_BREAK), usage(written=6_000)),
+    ]
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(a_trace(steady).dumps())
+    after.write_text(a_trace(broken).dumps())
+
+    result = runner.invoke(app, ["diff", str(before), str(after)])
+
+    assert result.exit_code == 1
+    # Pass 2: 6,000 read at $0.30 per million → 6,000 written at $3.75 per million.
+    assert "  prompt 1 pass 2: cache break at system[0].text (system prompt changed, unexpected) — cost +1150%." in (
+        result.stdout.splitlines()
+    )

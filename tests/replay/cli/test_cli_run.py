@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replay.cli.app import app
+from replay.cli.run import cache_break_line
 from replay.fake.model import FakeModel
 from replay.fake.scenario import Scenario
 from replay.fake.server import FakeModelServer
@@ -19,6 +20,8 @@ from replay.session.demo import DEMO_DIR, DEMO_PROMPT
 from replay.session.recording import record_bundle
 from replay.session.runner import run_bundle
 from replay.trace.behaviour import render_text
+from replay.trace.cache_summary import BreakReport
+from replay.trace.request_cache import BreakCause, CacheBreak
 from tests.replay.bundle_helpers import (
     AUTOCOMPACT_TURNS,
     DONE,
@@ -298,3 +301,37 @@ def test_verify_with_no_bundles_or_a_missing_folder_or_bad_jobs_exits_2(tmp_path
     assert_bad_input(runner.invoke(app, ["verify", str(tmp_path)]), "No bundles below", "session.json")
     assert_bad_input(runner.invoke(app, ["verify", str(tmp_path / "nowhere")]), "nowhere does not exist")
     assert_bad_input(runner.invoke(app, ["verify", str(tmp_path), "--jobs", "0"]), "--jobs must be 1 or more")
+
+
+LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
+
+
+def test_run_fail_on_cache_break_exits_0_on_a_bundle_with_no_unexpected_break(tmp_path: Path) -> None:
+    bundle = tmp_path / "pre-tool-hook-stops-the-loop"
+    shutil.copytree(LIBRARY / bundle.name, bundle)
+
+    result = runner.invoke(app, ["run", str(bundle), "--fail-on-cache-break"])
+    as_json = runner.invoke(app, ["run", str(bundle), "--fail-on-cache-break", "--json"])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"MATCH {bundle} ") and "CACHE BREAK" not in result.stdout
+    assert as_json.exit_code == 0
+    (report,) = json.loads(as_json.stdout)
+    assert report["unexpected_cache_breaks"] == []
+
+
+def test_a_cache_break_line_names_the_bundle_the_pass_the_path_and_the_cause() -> None:
+    found = BreakReport("prompt 1 pass 3", CacheBreak(path="system[0].text", cause=BreakCause.SYSTEM_PROMPT_CHANGED))
+    assert cache_break_line(Path("cassettes/x"), found) == (
+        "CACHE BREAK cassettes/x prompt 1 pass 3: system[0].text (system prompt changed)"
+    )
+
+
+def test_verify_fail_on_cache_break_exits_0_when_no_bundle_breaks_the_cache(tmp_path: Path) -> None:
+    record_sync(tmp_path / "hello", [DONE])
+
+    result = runner.invoke(app, ["verify", str(tmp_path), "--fail-on-cache-break", "--json"])
+
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.stdout)
+    assert summary["cache_breaks"] == []
