@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IGNORED_QUERY_PARAMETERS", "Normalizer", "canonical_json", "fingerprint", "parse_body", "route_key"]
+__all__ = [
+    "IGNORED_QUERY_PARAMETERS",
+    "Normalizer",
+    "canonical_json",
+    "fingerprint",
+    "normalized_body",
+    "parse_body",
+    "route_key",
+]
 
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])")
@@ -139,6 +147,12 @@ def _temp_paths() -> re.Pattern[str]:
         alternatives = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True) if root)
         _TEMP_PATTERN = re.compile(rf"(?:{alternatives})/[^\s\"'/\\]+")
     return _TEMP_PATTERN
+
+
+def normalized_body(parsed: Any, normalizer: Normalizer) -> Any:
+    """A parsed request body with what varies between runs replaced by placeholders, as the
+    fingerprint reads it; a body that is not a JSON object is left out (None)."""
+    return json.loads(normalizer.body(parsed)) if isinstance(parsed, dict) else None
 
 
 def parse_body(body: bytes) -> Any:

@@ -74,6 +74,11 @@ class PromptCache:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], _Entry] = {}
 
+    def holds(self, model: str, digest: str, *, now: float) -> bool:
+        """Whether the prefix with ``digest`` is cached for ``model`` and still alive at ``now``."""
+        entry = self._entries.get((model, digest))
+        return entry is not None and entry.expires_at > now
+
     def use(self, request: Mapping[str, Any], *, model: str, total_tokens: int, now: float) -> CacheUsage:
         """Serve ``request`` (a parsed body) at time ``now`` (seconds): read what it can, write its
         breakpoints, and say how its ``total_tokens`` split into uncached, written and read."""

@@ -129,7 +129,9 @@ class ServedCassette:
             key = rewrite.fingerprint_of(method, path, body)
             kept = rewrite.answer(method, path, body, key=key)
             if kept is not None:
-                self.recorder.request_log.append(LoggedRequest(path, key))
+                self.recorder.request_log.append(
+                    LoggedRequest(path, key, body=rewrite.normalized_body(body), at=self.recorder.now())
+                )
             return kept
         player = self.recorder.player
         if player is None:
