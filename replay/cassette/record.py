@@ -330,7 +330,7 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         if self.rewrite is not None:
             kept = self.rewrite.answer(request.method, path, body, key=key)
             if kept is not None:
-                self.log.append(logged)
+                self.log.append(dataclasses.replace(logged, answered=kept.response.began))
                 return replay_response(kept, request, sync=False)
         elif self.player is not None:
             try:
@@ -341,11 +341,15 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
                 self.log.append(self.player.log[-1])
                 return replay_response(interaction, request, sync=False)
         self.log.append(logged)
+        entry = len(self.log) - 1
         capture = _Capture()
         token = _CAPTURE.set(capture)
         try:
-            return await self._send(request)
+            response = await self._send(request)
+            self.log[entry] = dataclasses.replace(logged, answered=response.status_code < 400)
+            return response
         except httpx2.TransportError as exc:
+            self.log[entry] = dataclasses.replace(logged, answered=capture.status is not None and capture.status < 400)
             if capture.status is None:
                 self._record_fault(request, body, capture, {"kind": "connection_failed"})
                 # The live session sees exactly what its replay will: the cassette keeps no error text.

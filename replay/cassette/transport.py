@@ -75,14 +75,17 @@ class UnplayedInteractionsError(Exception):
 class LoggedRequest:
     """A request the transport saw, in order: its path, its fingerprint, whether the cassette
     answered it (the behaviour trace lists these per pass), its body as the fingerprint reads it
-    (parsed and normalized, so it is the same in any folder; the cache audit reads it) and when
-    it was sent on the session clock (None without one, as in a live recording)."""
+    (parsed and normalized, so it is the same in any folder; the cache audit reads it), when it
+    was sent on the session clock (None without one, as in a live recording) and whether it was
+    answered."""
 
     path: str
     fingerprint: str
     matched: bool = True
     body: Any = None
     at: float | None = None
+    # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
+    answered: bool = True
 
 
 @dataclass(frozen=True)
@@ -156,8 +159,9 @@ class CassettePlayer:
         if not queue:
             self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
-        self.log.append(LoggedRequest(path, key, body=body_seen, at=at))
         recorded = queue.popleft()
+        answered = recorded.interaction.response.began
+        self.log.append(LoggedRequest(path, key, body=body_seen, at=at, answered=answered))
         self._played[recorded.index] = True
         return recorded.interaction
 

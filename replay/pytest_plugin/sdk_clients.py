@@ -130,7 +130,13 @@ class ServedCassette:
             kept = rewrite.answer(method, path, body, key=key)
             if kept is not None:
                 self.recorder.request_log.append(
-                    LoggedRequest(path, key, body=rewrite.normalized_body(body), at=self.recorder.now())
+                    LoggedRequest(
+                        path,
+                        key,
+                        body=rewrite.normalized_body(body),
+                        at=self.recorder.now(),
+                        answered=kept.response.began,
+                    )
                 )
             return kept
         player = self.recorder.player

@@ -305,7 +305,10 @@ def _audit(audit: CacheAudit, request: LoggedRequest, purpose: str, opens_prompt
     """The cache audit of a logged Messages API request (None for any other request)."""
     if route_key(request.path) != _MESSAGES_PATH or not isinstance(request.body, dict):
         return None
-    return audit.audit(AuditedRequest(body=request.body, at=request.at, purpose=purpose, opens_prompt=opens_prompt))
+    audited = AuditedRequest(
+        body=request.body, at=request.at, purpose=purpose, opens_prompt=opens_prompt, answered=request.answered
+    )
+    return audit.audit(audited)
 
 
 def _compaction(data: dict[str, Any]) -> dict[str, Any]:
@@ -393,9 +396,12 @@ def _cache_lines(caches: Sequence[RequestCache | None], *, indent: str) -> list[
     for number, cache in enumerate(audited, start=1):
         which = f" (attempt {number})" if len(audited) > 1 else ""
         marks = f"{cache.marks} mark{'' if cache.marks == 1 else 's'}"
-        lines.append(
-            f"{indent}cache{which}: read {cache.read}, wrote {cache.written}, uncached {cache.uncached} ({marks})"
-        )
+        if cache.input_tokens == 0:  # never answered: nothing read, written or billed
+            lines.append(f"{indent}cache{which}: not answered ({marks})")
+        else:
+            lines.append(
+                f"{indent}cache{which}: read {cache.read}, wrote {cache.written}, uncached {cache.uncached} ({marks})"
+            )
         found = cache.cache_break
         if found is not None:
             verdict = "expected" if found.expected else "unexpected"

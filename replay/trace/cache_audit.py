@@ -78,14 +78,17 @@ def shaping_of(compaction: Mapping[str, Any]) -> Shaping | None:
 class AuditedRequest:
     """One Messages API request as the audit reads it: its normalized body, its time on the
     session clock (None: as soon as the one before), its purpose ("main" or "compact"), whether
-    it opens a prompt (the first pass, or a compaction before it), and what the loop did to the
-    history since the request before it (any purpose)."""
+    it opens a prompt (the first pass, or a compaction before it), what the loop did to the
+    history since the request before it (any purpose), and whether it was answered."""
 
     body: Mapping[str, Any]
     at: float | None = None
     purpose: str = "main"
     opens_prompt: bool = False
     shaped: frozenset[Shaping] = frozenset()
+    # A request the model never began answering (an HTTP error, a failed connection) neither
+    # reads nor writes the cache, and is not billed: it counts zero tokens of every kind.
+    answered: bool = True
 
 
 def count_cache_marks(body: Mapping[str, Any]) -> int:
@@ -131,18 +134,21 @@ class CacheAudit:
             self._now = max(self._now, request.at)
         model = body.get("model") if isinstance(body.get("model"), str) else ""
         plan = cacheable_prefixes(body)
+        marks = plan.breakpoints
+        last = marks[-1] if marks else None
+        prefix = last.tokens if last is not None else 0
+        if not request.answered:
+            return RequestCache(marks=count_cache_marks(body), prefix=prefix, read=0, written=0, uncached=0)
         previous = self._last.get(request.purpose)
         cache_break = None
         if previous is not None:
             cache_break = self._break(previous, body, model, plan.prefixes, opens_prompt=request.opens_prompt)
         usage = self._cache.use(body, model=model, total_tokens=request_tokens(body), now=self._now)
-        marks = plan.breakpoints
-        last = marks[-1] if marks else None
         cached = last is not None and last.tokens >= minimum_cacheable_tokens(model)
         self._last[request.purpose] = _Cached(body=body, model=model, mark=last) if cached and last else None
         return RequestCache(
             marks=count_cache_marks(body),
-            prefix=last.tokens if last is not None else 0,
+            prefix=prefix,
             read=usage.cache_read_input_tokens,
             written=usage.cache_creation_input_tokens,
             uncached=usage.input_tokens,
