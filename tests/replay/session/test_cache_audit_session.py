@@ -56,3 +56,33 @@ async def test_a_prefix_expired_while_the_user_was_idle_is_an_expected_break(tmp
     assert second.cache_break == CacheBreak(path="messages[0].content[0]", cause=BreakCause.IDLE_EXPIRED)
     assert f"      cache break at {second.cache_break.path}: idle expired (expected)" in render_text(recorded)
     assert replayed.dumps() == recorded.dumps()
+
+
+READ_THEN_ANSWER = """\
+version: 1
+prompts: [Read notes.md.]
+turns:
+  - content: [{tool_use: {name: Read, input: {file_path: notes.md}}}]
+  - content: [{text: "It lists one TODO."}]
+"""
+
+
+async def test_the_audit_counts_what_the_fake_model_reports_when_the_scenario_pins_no_usage(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "notes.md").write_text("# Notes\n- TODO: x\n")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(READ_THEN_ANSWER)
+    await record_bundle(tmp_path / "bundle", scenario=scenario, workspace=source)
+    recorded = BehaviourTrace.from_json(json.loads((tmp_path / "bundle" / "trace.json").read_text()))
+    reported = [p.model_call["usage"] for _, p in recorded.passes()]
+    simulated = [
+        {
+            "input_tokens": cache.uncached,
+            "cache_creation_input_tokens": cache.written,
+            "cache_read_input_tokens": cache.read,
+        }
+        for cache in caches(recorded)
+    ]
+    assert [{k: v for k, v in usage.items() if k != "output_tokens"} for usage in reported] == simulated
+    assert simulated[1]["cache_read_input_tokens"] > 0
