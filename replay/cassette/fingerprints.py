@@ -27,7 +27,7 @@ __all__ = [
     "Normalizer",
     "canonical_json",
     "fingerprint",
-    "normalized_body",
+    "fingerprint_with_body",
     "parse_body",
     "route_key",
 ]
@@ -130,7 +130,17 @@ def fingerprint(
     """The hex SHA-256 that identifies a request for matching; ``path`` includes the query.
     ``whole_query`` keeps `IGNORED_QUERY_PARAMETERS` too, as fingerprints did before they were
     left out (a cassette written then stores those)."""
-    normalized = (normalizer or Normalizer()).body(body)
+    return _digest(method, path, (normalizer or Normalizer()).body(body), whole_query=whole_query)
+
+
+def fingerprint_with_body(method: str, path: str, body: Any, *, normalizer: Normalizer) -> tuple[str, Any]:
+    """The request's `fingerprint` and its body as the fingerprint reads it, parsed (None
+    unless it is a JSON object): placeholders for what varies between runs, normalized once."""
+    normalized = normalizer.body(body)
+    return _digest(method, path, normalized), json.loads(normalized) if isinstance(body, dict) else None
+
+
+def _digest(method: str, path: str, normalized: str, *, whole_query: bool = False) -> str:
     digest = hashlib.sha256()
     digest.update(f"{method.upper()} {path if whole_query else route_key(path)}\n".encode())
     digest.update(normalized.encode("utf-8"))
@@ -147,12 +157,6 @@ def _temp_paths() -> re.Pattern[str]:
         alternatives = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True) if root)
         _TEMP_PATTERN = re.compile(rf"(?:{alternatives})/[^\s\"'/\\]+")
     return _TEMP_PATTERN
-
-
-def normalized_body(parsed: Any, normalizer: Normalizer) -> Any:
-    """A parsed request body with what varies between runs replaced by placeholders, as the
-    fingerprint reads it; a body that is not a JSON object is left out (None)."""
-    return json.loads(normalizer.body(parsed)) if isinstance(parsed, dict) else None
 
 
 def parse_body(body: bytes) -> Any:

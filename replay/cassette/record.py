@@ -28,7 +28,7 @@ from vcr.request import Request as VcrRequest
 from replay.cassette._io import load_cassette, save_cassette
 from replay.cassette._model import Cassette, CassetteError
 from replay.cassette._vcr import interactions_from_vcr
-from replay.cassette.fingerprints import Normalizer, fingerprint, normalized_body, parse_body
+from replay.cassette.fingerprints import Normalizer, fingerprint_with_body, parse_body
 from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
 from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
@@ -319,14 +319,10 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         path = request_path(request)
-        parsed = parse_body(scrub_bytes(body))
-        key = fingerprint(request.method, path, parsed, normalizer=self._normalizer)
-        logged = LoggedRequest(
-            path,
-            key,
-            body=normalized_body(parsed, self._normalizer),
-            at=self.clock() if self.clock is not None else None,
+        key, normalized = fingerprint_with_body(
+            request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer
         )
+        logged = LoggedRequest(path, key, body=normalized, at=self.clock() if self.clock is not None else None)
         if self.rewrite is not None:
             kept = self.rewrite.answer(request.method, path, body, key=key)
             if kept is not None:

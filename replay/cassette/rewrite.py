@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.cassette._model import Cassette
-from replay.cassette.fingerprints import Normalizer, fingerprint, normalized_body, parse_body
+from replay.cassette.fingerprints import Normalizer, fingerprint, fingerprint_with_body, parse_body
 from replay.cassette.interaction import Interaction
 from replay.cassette.scrub import scrub_bytes
 
@@ -81,10 +81,9 @@ class CassetteRewrite:
         """The fingerprint of a live request, as the player computes it (scrubbed, normalized)."""
         return fingerprint(method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
 
-    def normalized_body(self, body: bytes) -> Any:
-        """A live request's body as its fingerprint reads it: parsed, scrubbed and normalized
-        (None unless it is a JSON object)."""
-        return normalized_body(parse_body(scrub_bytes(body)), self._normalizer)
+    def fingerprint_with_body(self, method: str, path: str, body: bytes) -> tuple[str, Any]:
+        """`fingerprint_of` and the body as it reads it, parsed (None unless a JSON object)."""
+        return fingerprint_with_body(method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
 
     def answer(self, method: str, path: str, body: bytes, *, key: str | None = None) -> Interaction | None:
         """The recorded interaction for this request while the session follows the cassette;

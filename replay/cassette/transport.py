@@ -28,7 +28,7 @@ from replay.cassette.fingerprints import (
     Normalizer,
     canonical_json,
     fingerprint,
-    normalized_body,
+    fingerprint_with_body,
     parse_body,
     route_key,
 )
@@ -152,9 +152,8 @@ class CassettePlayer:
         self._requests += 1
         # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
         parsed = parse_body(scrub_bytes(body))
-        key = fingerprint(method, path, parsed, normalizer=self._normalizer)
+        key, body_seen = fingerprint_with_body(method, path, parsed, normalizer=self._normalizer)
         queue = self._queues.get(key)
-        body_seen = normalized_body(parsed, self._normalizer)
         at = self.clock() if self.clock is not None else None
         if not queue:
             self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at))

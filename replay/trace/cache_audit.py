@@ -143,7 +143,7 @@ class CacheAudit:
         cache_break = None
         if previous is not None:
             cache_break = self._break(previous, body, model, plan.prefixes, opens_prompt=request.opens_prompt)
-        usage = self._cache.use(body, model=model, total_tokens=request_tokens(body), now=self._now)
+        usage = self._cache.use(body, model=model, total_tokens=request_tokens(body), now=self._now, plan=plan)
         cached = last is not None and last.tokens >= minimum_cacheable_tokens(model)
         self._last[request.purpose] = _Cached(body=body, model=model, mark=last) if cached and last else None
         return RequestCache(
