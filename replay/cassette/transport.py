@@ -156,7 +156,7 @@ class CassettePlayer:
         queue = self._queues.get(key)
         at = self.clock() if self.clock is not None else None
         if not queue:
-            self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at))
+            self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at, answered=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
         recorded = queue.popleft()
         answered = recorded.interaction.response.began
