@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IGNORED_QUERY_PARAMETERS", "Normalizer", "canonical_json", "fingerprint", "parse_body", "route_key"]
+__all__ = [
+    "IGNORED_QUERY_PARAMETERS",
+    "Normalizer",
+    "canonical_json",
+    "fingerprint",
+    "fingerprint_with_body",
+    "parse_body",
+    "route_key",
+]
 
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])")
@@ -122,7 +130,17 @@ def fingerprint(
     """The hex SHA-256 that identifies a request for matching; ``path`` includes the query.
     ``whole_query`` keeps `IGNORED_QUERY_PARAMETERS` too, as fingerprints did before they were
     left out (a cassette written then stores those)."""
-    normalized = (normalizer or Normalizer()).body(body)
+    return _digest(method, path, (normalizer or Normalizer()).body(body), whole_query=whole_query)
+
+
+def fingerprint_with_body(method: str, path: str, body: Any, *, normalizer: Normalizer) -> tuple[str, Any]:
+    """The request's `fingerprint` and its body as the fingerprint reads it, parsed (None
+    unless it is a JSON object): placeholders for what varies between runs, normalized once."""
+    normalized = normalizer.body(body)
+    return _digest(method, path, normalized), json.loads(normalized) if isinstance(body, dict) else None
+
+
+def _digest(method: str, path: str, normalized: str, *, whole_query: bool = False) -> str:
     digest = hashlib.sha256()
     digest.update(f"{method.upper()} {path if whole_query else route_key(path)}\n".encode())
     digest.update(normalized.encode("utf-8"))

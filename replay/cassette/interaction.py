@@ -98,6 +98,13 @@ class RecordedResponse:
     body: Any = None
     fault: RecordedFault | None = None
 
+    @property
+    def began(self) -> bool:
+        """Whether the model began answering: not an HTTP error, not a connection that failed
+        (the API writes the prompt cache only once a response begins)."""
+        failed = self.fault is not None and self.fault.kind is FaultKind.CONNECTION_FAILED
+        return self.status < 400 and not failed
+
     def chunks(self) -> list[bytes]:
         """The body as a client reads it: one chunk per event for an event stream. A fault's
         cut is applied: only what arrived before it is returned."""

@@ -28,7 +28,7 @@ from vcr.request import Request as VcrRequest
 from replay.cassette._io import load_cassette, save_cassette
 from replay.cassette._model import Cassette, CassetteError
 from replay.cassette._vcr import interactions_from_vcr
-from replay.cassette.fingerprints import Normalizer, fingerprint, parse_body
+from replay.cassette.fingerprints import Normalizer, fingerprint_with_body, parse_body
 from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
 from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
@@ -134,6 +134,9 @@ class CassetteRecorder:
         self._clients: list[httpx2.AsyncClient] = []
         # Every request of the session in order, answered from the cassette or recorded.
         self.request_log: list[LoggedRequest] = []
+        # The session clock the logged requests are stamped with; set it before the first
+        # request (None: no session clock, as in a live recording).
+        self.clock: Callable[[], float] | None = None
 
     @property
     def recording(self) -> bool:
@@ -161,6 +164,7 @@ class CassetteRecorder:
             self.player = CassettePlayer.from_cassette(
                 self._existing, workspace=self.workspace, session_dir=self.session_dir, strict=self.strict
             )
+            self.player.clock = self.now
             if self.mode is not RecordMode.NEW_EPISODES:
                 self.request_log = self.player.log
         if self.mode is RecordMode.NEW_EPISODES or self.mode.replaces or not exists:
@@ -180,6 +184,10 @@ class CassetteRecorder:
         my_vcr.register_persister(_HandOver(self))
         self._vcr_context = my_vcr.use_cassette(str(Path(self._scratch.name) / "scratch.yaml"))
         self._vcr_cassette = self._vcr_context.__enter__()
+
+    def now(self) -> float | None:
+        """The session clock's reading, for stamping a request (None without a clock)."""
+        return None if self.clock is None else self.clock()
 
     def async_client(self, **kwargs: Any) -> httpx2.AsyncClient:
         """An ``httpx2.AsyncClient`` for ``AnthropicModel(http_client=...)``."""
@@ -211,6 +219,7 @@ class CassetteRecorder:
             normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
             log=self.request_log,
             rewrite=self.rewrite,
+            clock=self.now,
         )
 
     def __exit__(
@@ -292,9 +301,11 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         normalizer: Normalizer | None = None,
         log: list[LoggedRequest] | None = None,
         rewrite: CassetteRewrite | None = None,
+        clock: Callable[[], float | None] | None = None,
     ) -> None:
         self.player = player
         self.rewrite = rewrite
+        self.clock = clock
         self._normalizer = normalizer or Normalizer()
         self.log: list[LoggedRequest] = log if log is not None else []
         self._vcr_cassette = vcr_cassette
@@ -308,11 +319,14 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         path = request_path(request)
-        key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+        key, normalized = fingerprint_with_body(
+            request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer
+        )
+        logged = LoggedRequest(path, key, body=normalized, at=self.clock() if self.clock is not None else None)
         if self.rewrite is not None:
             kept = self.rewrite.answer(request.method, path, body, key=key)
             if kept is not None:
-                self.log.append(LoggedRequest(path, key))
+                self.log.append(dataclasses.replace(logged, answered=kept.response.began))
                 return replay_response(kept, request, sync=False)
         elif self.player is not None:
             try:
@@ -322,12 +336,16 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
             else:
                 self.log.append(self.player.log[-1])
                 return replay_response(interaction, request, sync=False)
-        self.log.append(LoggedRequest(path, key))
+        self.log.append(logged)
+        entry = len(self.log) - 1
         capture = _Capture()
         token = _CAPTURE.set(capture)
         try:
-            return await self._send(request)
+            response = await self._send(request)
+            self.log[entry] = dataclasses.replace(logged, answered=response.status_code < 400)
+            return response
         except httpx2.TransportError as exc:
+            self.log[entry] = dataclasses.replace(logged, answered=capture.status is not None and capture.status < 400)
             if capture.status is None:
                 self._record_fault(request, body, capture, {"kind": "connection_failed"})
                 # The live session sees exactly what its replay will: the cassette keeps no error text.

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from replay.cassette._model import Cassette
-from replay.cassette.fingerprints import Normalizer, fingerprint, parse_body
+from replay.cassette.fingerprints import Normalizer, fingerprint, fingerprint_with_body, parse_body
 from replay.cassette.interaction import Interaction
 from replay.cassette.scrub import scrub_bytes
 
@@ -79,6 +80,10 @@ class CassetteRewrite:
     def fingerprint_of(self, method: str, path: str, body: bytes) -> str:
         """The fingerprint of a live request, as the player computes it (scrubbed, normalized)."""
         return fingerprint(method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+
+    def fingerprint_with_body(self, method: str, path: str, body: bytes) -> tuple[str, Any]:
+        """`fingerprint_of` and the body as it reads it, parsed (None unless a JSON object)."""
+        return fingerprint_with_body(method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
 
     def answer(self, method: str, path: str, body: bytes, *, key: str | None = None) -> Interaction | None:
         """The recorded interaction for this request while the session follows the cassette;

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -24,7 +24,14 @@ import httpx2
 
 from replay.cassette._io import load_cassette
 from replay.cassette._model import Cassette
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, parse_body, route_key
+from replay.cassette.fingerprints import (
+    Normalizer,
+    canonical_json,
+    fingerprint,
+    fingerprint_with_body,
+    parse_body,
+    route_key,
+)
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
 from replay.cassette.scrub import scrub_bytes
@@ -66,12 +73,19 @@ class UnplayedInteractionsError(Exception):
 
 @dataclass(frozen=True)
 class LoggedRequest:
-    """A request the transport saw, in order: its path, its fingerprint, and whether the
-    cassette answered it (the behaviour trace lists these per pass)."""
+    """A request the transport saw, in order: its path, its fingerprint, whether the cassette
+    answered it (the behaviour trace lists these per pass), its body as the fingerprint reads it
+    (parsed and normalized, so it is the same in any folder; the cache audit reads it), when it
+    was sent on the session clock (None without one, as in a live recording) and whether it was
+    answered."""
 
     path: str
     fingerprint: str
     matched: bool = True
+    body: Any = None
+    at: float | None = None
+    # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
+    answered: bool = True
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,8 @@ class CassettePlayer:
         self._played = [False] * len(self._recorded)
         self._requests = 0
         self.log: list[LoggedRequest] = []
+        # The session clock each logged request is stamped with (None: no clock).
+        self.clock: Callable[[], float | None] | None = None
 
     @classmethod
     def from_cassette(
@@ -136,13 +152,15 @@ class CassettePlayer:
         self._requests += 1
         # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
         parsed = parse_body(scrub_bytes(body))
-        key = fingerprint(method, path, parsed, normalizer=self._normalizer)
+        key, body_seen = fingerprint_with_body(method, path, parsed, normalizer=self._normalizer)
         queue = self._queues.get(key)
+        at = self.clock() if self.clock is not None else None
         if not queue:
-            self.log.append(LoggedRequest(path, key, matched=False))
+            self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at, answered=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
-        self.log.append(LoggedRequest(path, key))
         recorded = queue.popleft()
+        answered = recorded.interaction.response.began
+        self.log.append(LoggedRequest(path, key, body=body_seen, at=at, answered=answered))
         self._played[recorded.index] = True
         return recorded.interaction
 

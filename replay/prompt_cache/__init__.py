@@ -13,7 +13,9 @@ __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "CacheTtl": "prefixes",
+        "CacheableBlock": "prefixes",
         "CacheablePrefix": "prefixes",
+        "cacheable_blocks": "prefixes",
         "LOOKBACK_BLOCKS": "prefixes",
         "PrefixPlan": "prefixes",
         "cacheable_prefixes": "prefixes",

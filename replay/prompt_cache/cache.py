@@ -74,11 +74,25 @@ class PromptCache:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], _Entry] = {}
 
-    def use(self, request: Mapping[str, Any], *, model: str, total_tokens: int, now: float) -> CacheUsage:
+    def holds(self, model: str, digest: str, *, now: float) -> bool:
+        """Whether the prefix with ``digest`` is cached for ``model`` and still alive at ``now``."""
+        entry = self._entries.get((model, digest))
+        return entry is not None and entry.expires_at > now
+
+    def use(
+        self,
+        request: Mapping[str, Any],
+        *,
+        model: str,
+        total_tokens: int,
+        now: float,
+        plan: PrefixPlan | None = None,
+    ) -> CacheUsage:
         """Serve ``request`` (a parsed body) at time ``now`` (seconds): read what it can, write its
-        breakpoints, and say how its ``total_tokens`` split into uncached, written and read."""
+        breakpoints, and say how its ``total_tokens`` split into uncached, written and read.
+        ``plan`` is the request's `cacheable_prefixes`, if the caller has it already."""
         self._entries = {key: entry for key, entry in self._entries.items() if entry.expires_at > now}
-        plan = cacheable_prefixes(request)
+        plan = plan if plan is not None else cacheable_prefixes(request)
         breakpoints = plan.breakpoints
         if not breakpoints:
             return CacheUsage(input_tokens=total_tokens)

@@ -26,8 +26,10 @@ from typing import Any, Final
 __all__ = [
     "LOOKBACK_BLOCKS",
     "CacheTtl",
+    "CacheableBlock",
     "CacheablePrefix",
     "PrefixPlan",
+    "cacheable_blocks",
     "cacheable_prefixes",
     "estimate_tokens",
 ]
@@ -89,27 +91,47 @@ class PrefixPlan:
         return tuple(reversed(self.prefixes[start : breakpoint.position]))
 
 
+@dataclass(frozen=True, kw_only=True)
+class CacheableBlock:
+    """One block of the cacheable sequence: ``path`` names it in the body (``tools[2]``,
+    ``system[0]``, ``messages[4].content[1]``), ``block`` is it as sent and ``place`` where it
+    sits (``["messages", 4, "user"]``: a block moved to another message is another block)."""
+
+    path: str
+    block: Mapping[str, Any]
+    place: tuple[Any, ...]
+
+    @property
+    def unmarked(self) -> dict[str, Any]:
+        """The block without its ``cache_control``: what the prefix's bytes are made of."""
+        return {key: value for key, value in self.block.items() if key != "cache_control"}
+
+
+def cacheable_blocks(request: Mapping[str, Any]) -> tuple[CacheableBlock, ...]:
+    """Every cacheable block of ``request`` (a parsed Messages API body), in the API's order."""
+    return tuple(CacheableBlock(path=path, block=block, place=tuple(place)) for path, block, place in _blocks(request))
+
+
 def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
     """The prefix at every block boundary of ``request`` (a parsed Messages API body); fields that
     are not lists or blocks where the API expects them are skipped, not guessed at."""
-    blocks = list(_blocks(request))
+    blocks = cacheable_blocks(request)
     automatic = _ttl(request.get("cache_control"))
     hasher = hashlib.sha256()
     size = 0
     prefixes: list[CacheablePrefix] = []
-    for index, (path, block, place) in enumerate(blocks):
-        ttl = _ttl(block.get("cache_control"))
+    for index, block in enumerate(blocks):
+        ttl = _ttl(block.block.get("cache_control"))
         if ttl is None and automatic is not None and index == len(blocks) - 1:
             ttl = automatic
-        unmarked = {key: value for key, value in block.items() if key != "cache_control"}
-        line = json.dumps([*place, unmarked], sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-        data = line.encode()
+        placed = [*block.place, block.unmarked]
+        data = (json.dumps(placed, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
         hasher.update(data)
         size += len(data)
         prefixes.append(
             CacheablePrefix(
                 position=index + 1,
-                path=path,
+                path=block.path,
                 digest=hasher.copy().hexdigest(),
                 tokens=size // _BYTES_PER_TOKEN,
                 ttl=ttl,

@@ -126,10 +126,11 @@ class ServedCassette:
         if rewrite is not None:  # rewrite: the cassette's own requests, in order, until the first that differs
             from replay.cassette.transport import LoggedRequest
 
-            key = rewrite.fingerprint_of(method, path, body)
+            key, normalized = rewrite.fingerprint_with_body(method, path, body)
             kept = rewrite.answer(method, path, body, key=key)
             if kept is not None:
-                self.recorder.request_log.append(LoggedRequest(path, key))
+                logged = LoggedRequest(path, key, body=normalized, at=self.recorder.now(), answered=kept.response.began)
+                self.recorder.request_log.append(logged)
             return kept
         player = self.recorder.player
         if player is None:

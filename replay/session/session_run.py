@@ -122,6 +122,8 @@ async def run_session(
                 session_seconds = _SessionSeconds(deps.clock) if isinstance(deps.clock, ManualClock) else None
                 if fake_model is not None and session_seconds is not None:
                     fake_model.clock = session_seconds
+                if session_seconds is not None and not spec.live:
+                    recorder.clock = session_seconds  # the cache audit's request times
                 tools = [tool for tool in default_tools() if tool.name in spec.tools]
                 engine = QueryEngine(
                     deps=deps,

@@ -15,7 +15,9 @@ from enum import StrEnum
 from typing import Any
 
 from engine import TraceEvent, TraceKind
+from replay.cassette.fingerprints import route_key
 from replay.cassette.transport import LoggedRequest
+from replay.trace.cache_audit import AuditedRequest, CacheAudit, shaping_of
 from replay.trace.request_cache import RequestCache
 
 __all__ = [
@@ -33,6 +35,10 @@ __all__ = [
 
 TRACE_FORMAT_VERSION = 1
 _FINGERPRINT_CHARS = 12  # enough to tell requests apart in a review; the JSON keeps them whole
+_MESSAGES_PATH = "/v1/messages"
+# The API's reported usage of a pass, as the trace keeps it (the cost and the cache comparison
+# read these; the rest of the usage object varies with the API's version).
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class TraceProblem(StrEnum):
@@ -207,13 +213,20 @@ def extract_trace(
 ) -> BehaviourTrace:
     """The behaviour trace of a run: ``events`` is the engine's trace (``QueryEngine.trace``),
     ``requests`` the transport's request log in order. Requests are matched to passes in order:
-    a compaction's summary requests, then the model call's attempts."""
+    a compaction's summary requests, then the model call's attempts. Each Messages API request
+    gets its cache audit (`replay.trace.cache_audit`), from its logged body and time."""
     trace = BehaviourTrace(session=session)
     pending = list(requests)
     current: PassTrace | None = None
+    audit = CacheAudit()
 
     def take(count: int, purpose: str) -> list[RequestTrace]:
-        taken = [RequestTrace(purpose, r.fingerprint, r.path, r.matched) for r in pending[:count]]
+        # A request opens its prompt when it is sent before the prompt's first pass is done.
+        opens_prompt = current is None or current.transition is None
+        taken = [
+            RequestTrace(purpose, r.fingerprint, r.path, r.matched, cache=_audit(audit, r, purpose, opens_prompt))
+            for r in pending[:count]
+        ]
         del pending[:count]
         return taken
 
@@ -241,11 +254,18 @@ def extract_trace(
             continue
         if kind is TraceKind.COMPACTION:
             requests_made = take(int(data.pop("summary_requests", 0) or 0), "compact")
+            shaping = shaping_of(data)
+            if shaping is not None:
+                audit.shape(shaping)
             entry = _compaction(data)
             if requests_made:
                 entry["requests"] = [r.fingerprint for r in requests_made]
             if current is None:
-                new_prompt().before.append(entry)  # between prompts: part of the next one
+                # Between prompts: part of the next one, its summary requests' audit with it.
+                audited = [r.cache.to_json() for r in requests_made if r.cache is not None]
+                if audited:
+                    entry["cache"] = audited
+                new_prompt().before.append(entry)
             else:
                 current.requests.extend(requests_made)
                 current.compactions.append(entry)
@@ -259,6 +279,9 @@ def extract_trace(
             }
             if data.get("aborted"):
                 current.model_call["aborted"] = True
+            usage = data.get("usage")
+            if isinstance(usage, dict) and any(usage.get(key) is not None for key in _USAGE_KEYS):
+                current.model_call["usage"] = {key: usage[key] for key in _USAGE_KEYS if usage.get(key) is not None}
         elif kind is TraceKind.RETRY:
             current.retries.append(data)
         elif kind is TraceKind.FALLBACK:
@@ -278,6 +301,16 @@ def extract_trace(
     return trace
 
 
+def _audit(audit: CacheAudit, request: LoggedRequest, purpose: str, opens_prompt: bool) -> RequestCache | None:
+    """The cache audit of a logged Messages API request (None for any other request)."""
+    if route_key(request.path) != _MESSAGES_PATH or not isinstance(request.body, dict):
+        return None
+    audited = AuditedRequest(
+        body=request.body, at=request.at, purpose=purpose, opens_prompt=opens_prompt, answered=request.answered
+    )
+    return audit.audit(audited)
+
+
 def _compaction(data: dict[str, Any]) -> dict[str, Any]:
     """A compaction event without what varies between runs (the boundary's uuid)."""
     entry = {k: v for k, v in data.items() if k != "boundary"}
@@ -293,6 +326,8 @@ def render_text(trace: BehaviourTrace) -> str:
         lines.append(f"prompt {number}: {_quote(prompt.prompt)}")
         for entry in prompt.before:
             lines.append(f"  {_compaction_line(entry)}")
+            caches = [RequestCache.from_json(cache) for cache in entry.get("cache", [])]
+            lines.extend(_cache_lines(caches, indent="    "))
         for trace_pass in prompt.passes:
             lines.extend(_pass_lines(trace_pass))
         lines.append(f"  terminal: {prompt.terminal}")
@@ -304,8 +339,12 @@ def _pass_lines(p: PassTrace) -> list[str]:
     if p.attempt is not None:
         header += f" (attempt {p.attempt})"
     lines = [header]
+    summaries = [r.cache for r in p.requests if r.purpose == "compact"]
     for entry in p.compactions:
+        count = len(entry.get("requests") or [])
         lines.append(f"    {_compaction_line(entry)}")
+        lines.extend(_cache_lines(summaries[:count], indent="      "))
+        del summaries[:count]
     for retry in p.retries:
         status = f" {retry['status']}" if retry.get("status") else ""
         lines.append(
@@ -326,6 +365,7 @@ def _pass_lines(p: PassTrace) -> list[str]:
         lines.append(
             f"    request {fingerprints}: {call.get('model')} max_tokens={call.get('max_tokens')}{mode} -> {outcome}"
         )
+        lines.extend(_cache_lines([r.cache for r in main], indent="      "))
     for withheld in p.withheld:
         lines.append(f"    withheld: {withheld}")
     outcomes = {c["id"]: c["outcome"] for c in p.tool_calls}
@@ -346,6 +386,26 @@ def _pass_lines(p: PassTrace) -> list[str]:
         )
     if p.attachments:
         lines.append(f"    attachments: {', '.join(p.attachments)}")
+    return lines
+
+
+def _cache_lines(caches: Sequence[RequestCache | None], *, indent: str) -> list[str]:
+    """One line per audited request (its attempt named when there are several), then its break."""
+    lines = []
+    audited = [cache for cache in caches if cache is not None]
+    for number, cache in enumerate(audited, start=1):
+        which = f" (attempt {number})" if len(audited) > 1 else ""
+        marks = f"{cache.marks} mark{'' if cache.marks == 1 else 's'}"
+        if cache.input_tokens == 0:  # never answered: nothing read, written or billed
+            lines.append(f"{indent}cache{which}: not answered ({marks})")
+        else:
+            lines.append(
+                f"{indent}cache{which}: read {cache.read}, wrote {cache.written}, uncached {cache.uncached} ({marks})"
+            )
+        found = cache.cache_break
+        if found is not None:
+            verdict = "expected" if found.expected else "unexpected"
+            lines.append(f"{indent}cache break at {found.path}: {found.cause.phrase} ({verdict})")
     return lines
 
 

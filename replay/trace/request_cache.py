@@ -72,7 +72,8 @@ class CacheBreak:
 class RequestCache:
     """One request as the audit sees it. ``marks`` counts its ``cache_control`` marks; ``prefix``
     is the estimated tokens up to its last breakpoint; ``read + written + uncached`` is the
-    request's estimated input."""
+    request's estimated input, zero for a request the model never began answering (an HTTP
+    error, a failed connection: nothing cached, nothing billed)."""
 
     marks: int
     prefix: int

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, route_key
+from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, fingerprint_with_body, route_key
 
 BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -87,3 +87,12 @@ def test_a_path_without_beta_true_keeps_the_fingerprint_it_always_had() -> None:
     assert fingerprint("POST", "/v1/messages?beta=true", BODY, whole_query=True) != fingerprint(
         "POST", "/v1/messages", BODY
     )
+
+
+def test_the_fingerprint_comes_with_the_body_it_read_parsed_with_its_placeholders(tmp_path: Path) -> None:
+    normalizer = Normalizer.for_paths(workspace=tmp_path)
+    body = {"model": "m", "messages": [{"role": "user", "content": f"read {tmp_path}/a.py"}]}
+    key, read = fingerprint_with_body("POST", "/v1/messages", body, normalizer=normalizer)
+    assert key == fingerprint("POST", "/v1/messages", body, normalizer=normalizer)
+    assert read == {"model": "m", "messages": [{"role": "user", "content": "read <workspace>/a.py"}]}
+    assert fingerprint_with_body("POST", "/v1/x", "plain text", normalizer=normalizer)[1] is None

@@ -12,6 +12,7 @@ import httpx2
 import pytest
 
 from replay.cassette import Cassette, load_cassette, save_cassette
+from replay.cassette.fingerprints import Normalizer
 from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
@@ -267,3 +268,28 @@ def _bytes(value: dict[str, Any]) -> bytes:
     import json
 
     return json.dumps(value).encode()
+
+
+async def test_the_log_keeps_each_body_normalized_its_time_and_whether_it_was_answered(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    question = f"what is in {workspace}/notes.md?"
+    normalizer = Normalizer.for_paths(workspace=workspace)
+    player = CassettePlayer(
+        [answer(question, "", status=400), answer(question, "a TODO")],
+        normalizer=normalizer,
+        recorded_normalizer=normalizer,
+    )
+    times = iter([1.5, 2.0, 3.0])
+    player.clock = lambda: next(times)
+    client = client_for(player)
+    with pytest.raises(anthropic.BadRequestError):
+        await ask(client, question)
+    assert await ask(client, question) == "a TODO"
+    with pytest.raises(anthropic.APIConnectionError):
+        await ask(client, "a question never recorded")
+    refused, answered, missed = player.log
+    # As the fingerprint reads it: the workspace is a placeholder, so any folder logs the same.
+    assert refused.body == body("what is in <workspace>/notes.md?")
+    assert (refused.at, refused.answered) == (1.5, False)
+    assert (answered.at, answered.answered) == (2.0, True)
+    assert (missed.at, missed.matched, missed.answered) == (3.0, False, False)

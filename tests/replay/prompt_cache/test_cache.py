@@ -92,6 +92,16 @@ def test_an_entry_expires_after_its_ttl_on_the_callers_clock(ttl: str | None, li
     assert expired.cache_read_input_tokens == 0 and expired.cache_creation_input_tokens > 0
 
 
+def test_the_cache_says_whether_it_holds_a_prefix_at_a_time() -> None:
+    cache = PromptCache()
+    first = body("one")
+    digest = cacheable_prefixes(first).breakpoints[-1].digest
+    assert not cache.holds(MODEL, digest, now=0)
+    use(cache, first, now=0)
+    assert cache.holds(MODEL, digest, now=299) and not cache.holds(MODEL, digest, now=300)
+    assert not cache.holds("claude-opus-4-1", digest, now=1)
+
+
 def test_a_prefix_below_the_models_minimum_is_never_written() -> None:
     cache = PromptCache()
     short = body("one", system="short")

@@ -6,7 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from replay.prompt_cache.prefixes import LOOKBACK_BLOCKS, CacheTtl, cacheable_prefixes, estimate_tokens
+from replay.prompt_cache.prefixes import (
+    LOOKBACK_BLOCKS,
+    CacheTtl,
+    cacheable_blocks,
+    cacheable_prefixes,
+    estimate_tokens,
+)
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -36,6 +42,15 @@ def test_blocks_are_counted_in_the_apis_order_tools_system_then_messages() -> No
         "messages[2].content[0]",
     ]
     assert [prefix.position for prefix in plan.prefixes] == [1, 2, 3, 4, 5]
+
+
+def test_the_blocks_are_named_by_their_path_and_placed_with_their_message_and_role() -> None:
+    blocks = cacheable_blocks(request())
+    assert [block.path for block in blocks] == [prefix.path for prefix in cacheable_prefixes(request()).prefixes]
+    assert blocks[0].place == ("tools",) and blocks[4].place == ("messages", 2, "user")
+    # A string content is one text block; a block's mark is not part of what is cached.
+    assert blocks[2].block == {"type": "text", "text": "hello"}
+    assert blocks[4].unmarked == {"type": "text", "text": "again"}
 
 
 def test_each_cache_control_mark_is_a_breakpoint_with_its_ttl() -> None:

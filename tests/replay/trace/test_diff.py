@@ -8,6 +8,7 @@ from typing import Any
 from replay.cassette.jsondiff import differing_paths
 from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace, RequestTrace
 from replay.trace.diff import diff_traces, diff_transcripts, explain_fingerprint_change
+from replay.trace.request_cache import BreakCause, CacheBreak, RequestCache
 
 FP = {name: name * 64 for name in "abcdef"}  # fingerprints easy to read back: "aaaaaaaaaaaa..."
 
@@ -193,6 +194,31 @@ def test_retries_fallbacks_tombstones_and_the_model_call_are_compared() -> None:
     )
     assert "prompt 1 pass 1: fallbacks changed: streaming after connection_dropped → none." in lines
     assert "prompt 1 pass 1: tombstones 4 → 1." in lines
+
+
+def cached(cache: RequestCache | None) -> PassTrace:
+    trace = a_pass(1)
+    trace.requests = [RequestTrace("main", FP["a"], cache=cache)]
+    return trace
+
+
+def test_a_changed_prompt_cache_says_what_it_read_wrote_and_where_it_now_breaks() -> None:
+    hit = RequestCache(marks=2, prefix=1200, read=1150, written=50, uncached=17)
+    broken = RequestCache(
+        marks=2,
+        prefix=1200,
+        read=0,
+        written=1200,
+        uncached=17,
+        cache_break=CacheBreak(path="system[0].text", cause=BreakCause.SYSTEM_PROMPT_CHANGED),
+    )
+
+    assert diff_traces(a_trace(cached(hit)), a_trace(cached(broken))) == [
+        "prompt 1 pass 1: cache changed: read 1150 → 0, wrote 50 → 1200,"
+        " break none → at system[0].text (system prompt changed, unexpected)."
+    ]
+    # A trace written before the audit has no cache to compare: nothing is said.
+    assert diff_traces(a_trace(cached(None)), a_trace(cached(broken))) == []
 
 
 def test_prompts_added_removed_and_reworded_are_named() -> None:

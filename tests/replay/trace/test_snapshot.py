@@ -47,6 +47,11 @@ async def test_a_trace_is_stored_as_its_readable_text(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[:3] == ["session: review", 'prompt 1: "Review notes.md"', "  pass 1: start"]
     assert "    tools batch 1 (concurrent): Read success" in lines
+    # Each request's prompt cache, under it: the second pass reads what the first wrote.
+    cache_lines = [line for line in lines if line.startswith("      cache: ")]
+    assert len(cache_lines) == 2
+    assert cache_lines[0].startswith("      cache: read 0, wrote ") and cache_lines[0].endswith(" (1 mark)")
+    assert not cache_lines[1].startswith("      cache: read 0,")
     assert "  pass 2: next_turn" in lines
     assert lines[-1] == "  terminal: completed"
 
