@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
+import json
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -188,6 +190,18 @@ class CassetteRecorder:
     def now(self) -> float | None:
         """The session clock's reading, for stamping a request (None without a clock)."""
         return None if self.clock is None else self.clock()
+
+    def normalize_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this cassette's fingerprints read it (the workspace, session folder, temp
+        folders, home, uuids and timestamps as placeholders): what a fake model counts tokens
+        from, so a count does not move with the folder a session runs in."""
+        normalized: dict[str, Any] = json.loads(self._body_normalizer.body(body))
+        return normalized
+
+    @functools.cached_property
+    def _body_normalizer(self) -> Normalizer:
+        # One for the session: it remembers the values it normalized, and a loop re-sends them.
+        return Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir)
 
     def async_client(self, **kwargs: Any) -> httpx2.AsyncClient:
         """An ``httpx2.AsyncClient`` for ``AnthropicModel(http_client=...)``."""

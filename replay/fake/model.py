@@ -33,7 +33,7 @@ from replay.fake.sse import (
     render_message_json,
 )
 from replay.prompt_cache.cache import CacheUsage, PromptCache
-from replay.prompt_cache.prefixes import estimate_tokens
+from replay.prompt_cache.prefixes import estimate_request_tokens, estimate_tokens
 
 __all__ = [
     "CONNECTION_RESET_MESSAGE",
@@ -122,13 +122,21 @@ def frozen_clock() -> float:
     return 0.0
 
 
+def as_sent(body: dict[str, Any]) -> dict[str, Any]:
+    """The fake model's default view of a body for counting tokens: the body itself."""
+    return body
+
+
 class FakeModel:
     """Plays a scenario: the n-th POST /v1/messages gets the n-th turn; count_tokens consumes none.
 
     It keeps a prompt cache (`replay.prompt_cache`) across conversations, as the API's outlives
     one: a request's ``cache_control`` breakpoints write and read it, and a turn that pins no usage
     reports the split. ``clock`` (seconds; never the wall clock unless a caller passes it) says
-    when entries expire; a recording sets it to the session's clock."""
+    when entries expire; a recording sets it to the session's clock. ``normalize`` is the body
+    its token counts and cache are computed from; a recording sets it to the fingerprints'
+    normalization, so a temp folder's name (its length varies with the process id) or the
+    machine's home moves no count."""
 
     def __init__(
         self,
@@ -136,10 +144,12 @@ class FakeModel:
         *,
         model_name_default: str = DEFAULT_MODEL,
         clock: Callable[[], float] = frozen_clock,
+        normalize: Callable[[dict[str, Any]], dict[str, Any]] = as_sent,
     ) -> None:
         self.scenario = scenario
         self.model_name_default = model_name_default
         self.clock = clock
+        self.normalize = normalize
         self.prompt_cache = PromptCache()
         self.requests: list[ReceivedRequest] = []
         self._message_requests = 0
@@ -201,19 +211,24 @@ class FakeModel:
             request_id = f"req_fake_{len(self.requests) - self._conversation_start:04d}"
             route = path.split("?", 1)[0]
             if method.upper() == "POST" and route == Route.COUNT_TOKENS:
-                return _json_response(200, {"input_tokens": estimate_tokens(body)}, request_id=request_id)
+                counted = (
+                    estimate_request_tokens(self.normalize(parsed))
+                    if isinstance(parsed, dict)
+                    else estimate_tokens(body)
+                )
+                return _json_response(200, {"input_tokens": counted}, request_id=request_id)
             if method.upper() == "POST" and route == Route.MESSAGES:
                 if not isinstance(parsed, dict):
                     message = "The request body is not a JSON object."
                     return _error_response(400, ErrorType.INVALID_REQUEST_ERROR, message, request_id=request_id)
-                return self._play_next_turn(parsed, body, request_id=request_id)
+                return self._play_next_turn(parsed, request_id=request_id)
             message = (
                 f"Not Found: the fake model serves POST {Route.MESSAGES} and POST {Route.COUNT_TOKENS}, "
                 f"not {method} {path}."
             )
             return _error_response(404, ErrorType.NOT_FOUND_ERROR, message, request_id=request_id)
 
-    def _play_next_turn(self, request: dict[str, Any], body: bytes, *, request_id: str) -> FakeResponse:
+    def _play_next_turn(self, request: dict[str, Any], *, request_id: str) -> FakeResponse:
         self._message_requests += 1
         number = self._message_requests
         if number > len(self.scenario.turns):
@@ -223,14 +238,15 @@ class FakeModel:
         turn = self.scenario.turns[number - 1]
         self._last_turn_was_answer = isinstance(turn, Turn)
         streaming = request.get("stream") is True
-        input_tokens = estimate_tokens(body)
+        counted = self.normalize(request)
+        input_tokens = estimate_request_tokens(counted)
         cached = None
         if not isinstance(turn, HttpError | ResetConnection):
             # The API writes the cache once a response begins, so a turn that fails before it
             # leaves the cache as it was.
             requested = request.get("model")
             model = requested if isinstance(requested, str) else self._model_name(request)
-            cached = self.prompt_cache.use(request, model=model, total_tokens=input_tokens, now=self.clock())
+            cached = self.prompt_cache.use(counted, model=model, total_tokens=input_tokens, now=self.clock())
         render = _Renderer(
             message_id=f"msg_fake_{number:04d}",
             model=self._model_name(request),

@@ -19,6 +19,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "LOOKBACK_BLOCKS": "prefixes",
         "PrefixPlan": "prefixes",
         "cacheable_prefixes": "prefixes",
+        "estimate_request_tokens": "prefixes",
         "estimate_tokens": "prefixes",
         "CacheUsage": "cache",
         "DEFAULT_MINIMUM_CACHEABLE_TOKENS": "cache",

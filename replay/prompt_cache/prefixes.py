@@ -31,6 +31,7 @@ __all__ = [
     "PrefixPlan",
     "cacheable_blocks",
     "cacheable_prefixes",
+    "estimate_request_tokens",
     "estimate_tokens",
 ]
 
@@ -112,6 +113,16 @@ def cacheable_blocks(request: Mapping[str, Any]) -> tuple[CacheableBlock, ...]:
     return tuple(CacheableBlock(path=path, block=block, place=tuple(place)) for path, block, place in _blocks(request))
 
 
+def estimate_request_tokens(body: Mapping[str, Any]) -> int:
+    """A parsed request body's estimated input tokens: `estimate_tokens` of its compact JSON,
+    so two bodies that parse alike count alike however a client spaced them."""
+    return estimate_tokens(_compact(body))
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
     """The prefix at every block boundary of ``request`` (a parsed Messages API body); fields that
     are not lists or blocks where the API expects them are skipped, not guessed at."""
@@ -125,9 +136,10 @@ def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
         if ttl is None and automatic is not None and index == len(blocks) - 1:
             ttl = automatic
         placed = [*block.place, block.unmarked]
-        data = (json.dumps(placed, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-        hasher.update(data)
-        size += len(data)
+        hasher.update((json.dumps(placed, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+        # Tokens count the block as the body carries it, not where it sits: a prefix is then
+        # never longer than the request it starts (`estimate_request_tokens`).
+        size += len(_compact(block.unmarked))
         prefixes.append(
             CacheablePrefix(
                 position=index + 1,

@@ -120,6 +120,8 @@ async def run_session(
                     else QueryDeps.deterministic(model, seed=spec.seed)
                 )
                 session_seconds = _SessionSeconds(deps.clock) if isinstance(deps.clock, ManualClock) else None
+                if fake_model is not None:
+                    fake_model.normalize = recorder.normalize_body
                 if fake_model is not None and session_seconds is not None:
                     fake_model.clock = session_seconds
                 if session_seconds is not None and not spec.live:

@@ -12,7 +12,6 @@ from the context-shaping the loop did in between.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from replay.prompt_cache.prefixes import (
     CacheablePrefix,
     cacheable_blocks,
     cacheable_prefixes,
-    estimate_tokens,
+    estimate_request_tokens,
 )
 from replay.trace.request_cache import BreakCause, CacheBreak, RequestCache
 
@@ -37,7 +36,6 @@ __all__ = [
     "Shaping",
     "audit_requests",
     "count_cache_marks",
-    "request_tokens",
     "shaping_of",
 ]
 
@@ -97,11 +95,6 @@ def count_cache_marks(body: Mapping[str, Any]) -> int:
     return marks + sum(isinstance(block.block.get("cache_control"), dict) for block in cacheable_blocks(body))
 
 
-def request_tokens(body: Mapping[str, Any]) -> int:
-    """A normalized body's estimated input tokens (its compact JSON, as the SDK sends it)."""
-    return estimate_tokens(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
-
-
 @dataclass
 class _Cached:
     """The last request of one purpose that cached its prefix."""
@@ -143,7 +136,7 @@ class CacheAudit:
         cache_break = None
         if previous is not None:
             cache_break = self._break(previous, body, model, plan.prefixes, opens_prompt=request.opens_prompt)
-        usage = self._cache.use(body, model=model, total_tokens=request_tokens(body), now=self._now, plan=plan)
+        usage = self._cache.use(body, model=model, total_tokens=estimate_request_tokens(body), now=self._now, plan=plan)
         cached = last is not None and last.tokens >= minimum_cacheable_tokens(model)
         self._last[request.purpose] = _Cached(body=body, model=model, mark=last) if cached and last else None
         return RequestCache(

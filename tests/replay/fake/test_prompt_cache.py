@@ -1,6 +1,7 @@
 """The fake model keeps a prompt cache: a turn that pins no usage reports its input split into
 uncached, written and read tokens, on the fake model's clock; a turn that pins usage keeps its
-numbers; a request without marks reports what it always did; the SDK parses all of it."""
+numbers; a request without marks reports the estimate of its compact JSON, however the client
+spaced it; the SDK parses all of it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from replay.fake.model import FakeModel
 from replay.fake.scenario import Scenario
 from replay.fake.server import FakeModelServer
-from replay.prompt_cache.prefixes import cacheable_prefixes, estimate_tokens
+from replay.prompt_cache.prefixes import cacheable_prefixes, estimate_request_tokens
 
 MODEL = "claude-sonnet-4-6"
 SYSTEM = "You answer questions about a long manual. " * 150  # about 1,600 tokens
@@ -56,7 +57,7 @@ def usage_of(model: FakeModel, request: dict[str, Any], *, pinned: bool = False)
     assert answer.status == 200
     usage: dict[str, int] = json.loads(b"".join(answer.chunks))["usage"]
     inputs = usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
-    assert pinned or inputs == estimate_tokens(raw)
+    assert pinned or inputs == estimate_request_tokens(request)
     return usage
 
 
@@ -64,10 +65,10 @@ def prefix_tokens(request: dict[str, Any]) -> int:
     return cacheable_prefixes(request).breakpoints[-1].tokens
 
 
-def test_a_request_without_marks_reports_the_body_estimate_as_it_always_did() -> None:
+def test_a_request_without_marks_reports_the_estimate_of_its_compact_json() -> None:
     request = body("hello", marked=False)
-    usage = usage_of(FakeModel(turns(1)), request)
-    assert usage["input_tokens"] == len(json.dumps(request).encode()) // 4
+    usage = usage_of(FakeModel(turns(1)), request)  # sent with json.dumps' spaces
+    assert usage["input_tokens"] == len(json.dumps(request, separators=(",", ":")).encode()) // 4
     assert usage["cache_creation_input_tokens"] == usage["cache_read_input_tokens"] == 0
 
 
@@ -77,7 +78,7 @@ def test_a_prefix_is_written_by_one_request_and_read_by_the_next() -> None:
     written = usage_of(model, first)
     assert written["cache_creation_input_tokens"] == prefix_tokens(first)
     assert written["cache_read_input_tokens"] == 0
-    assert written["input_tokens"] == estimate_tokens(json.dumps(first).encode()) - prefix_tokens(first)
+    assert written["input_tokens"] == estimate_request_tokens(first) - prefix_tokens(first)
     read = usage_of(model, second)
     assert read["cache_read_input_tokens"] == prefix_tokens(first)
     assert read["cache_creation_input_tokens"] == prefix_tokens(second) - prefix_tokens(first)

@@ -22,6 +22,7 @@ from engine.compact import SUMMARY_PREAMBLE
 from replay.fake.model import DROPPED_CONNECTION_MESSAGE, FakeModel, FakeResponse
 from replay.fake.scenario import Scenario
 from replay.fake.server import AuthStyle, FakeModelServer
+from replay.prompt_cache.prefixes import estimate_request_tokens
 
 MODEL = "claude-sonnet-4-6"
 HELLO = [{"role": "user", "content": "hello"}]
@@ -157,7 +158,7 @@ async def test_a_chunked_request_body_is_read_whole(serve: Serve) -> None:
 
     assert fake_model.requests[0].headers["transfer-encoding"] == "chunked"
     assert fake_model.requests[0].body == body
-    assert response.json() == {"input_tokens": len(body) // 4}
+    assert response.json() == {"input_tokens": estimate_request_tokens(json.loads(body))}
 
 
 # --- auth ------------------------------------------------------------------------------------
@@ -377,7 +378,7 @@ def test_expect_100_continue_is_answered_before_the_body(serve: Serve) -> None:
 
     assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
     assert final.startswith(b"HTTP/1.1 200 OK\r\n")
-    assert json.loads(final.partition(b"\r\n\r\n")[2]) == {"input_tokens": len(body) // 4}
+    assert json.loads(final.partition(b"\r\n\r\n")[2]) == {"input_tokens": estimate_request_tokens(json.loads(body))}
 
 
 def test_an_http_1_0_client_gets_a_stream_that_ends_with_the_connection(serve: Serve) -> None:
