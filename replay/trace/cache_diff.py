@@ -19,9 +19,6 @@ from replay.trace.request_cache import CacheBreak, RequestCache
 
 __all__ = ["cache_differences"]
 
-# A shift of reads or writes smaller than this share of the request's input is the history
-# growing, not the cache behaving differently.
-_SHIFT = 0.10
 _COST_CHANGE = 0.01  # the session cost line: a change under 1% is rounding, not behaviour
 
 
@@ -84,11 +81,18 @@ def _break(found: CacheBreak) -> str:
 
 
 def _shift(a: RequestCache, b: RequestCache) -> str | None:
-    scale = max(a.input_tokens, b.input_tokens, 1)
-    parts = []
-    for noun, was, now in (("reads", a.read, b.read), ("writes", a.written, b.written)):
-        if (was > 0) != (now > 0) or abs(now - was) > _SHIFT * scale:
-            parts.append(f"{noun} {was:,} → {now:,} tokens")
+    """Every count that moved, exactly: the audit is deterministic, so any move is the request
+    (or the clock) behaving differently, however small."""
+    parts = [
+        f"{noun} {was:,} → {now:,}{unit}"
+        for noun, was, now, unit in (
+            ("reads", a.read, b.read, " tokens"),
+            ("writes", a.written, b.written, " tokens"),
+            ("uncached", a.uncached, b.uncached, " tokens"),
+            ("marks", a.marks, b.marks, ""),
+        )
+        if was != now
+    ]
     return "cache " + ", ".join(parts) if parts else None
 
 

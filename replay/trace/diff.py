@@ -23,7 +23,6 @@ from replay.cassette.jsondiff import differing_paths
 from replay.trace.behaviour import BehaviourTrace, PassTrace, PromptTrace
 from replay.trace.cache_diff import cache_differences
 from replay.trace.compaction_diff import compaction_differences
-from replay.trace.request_cache import CacheBreak
 
 __all__ = [
     "Explain",
@@ -191,9 +190,6 @@ def _pass_differences(a: PassTrace, b: PassTrace) -> list[str]:
     call = _model_call_changes(a.model_call, b.model_call)
     if call:
         lines.append(f"model call changed: {'; '.join(call)}.")
-    cache = _cache_change(a, b)
-    if cache:
-        lines.append(cache)
     tools = _tool_change(a, b)
     if tools:
         lines.append(tools)
@@ -224,36 +220,6 @@ def _model_call_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     if a.get("stream", True) != b.get("stream", True):
         changes.append("streamed → not streamed" if a.get("stream", True) else "not streamed → streamed")
     return changes
-
-
-def _cache_change(a: PassTrace, b: PassTrace) -> str | None:
-    """How the prompt cache of the pass's requests changed (read, written, uncached, the break),
-    for the first request whose audit differs; nothing when either trace predates the audit."""
-    pairs = zip([r.cache for r in a.requests], [r.cache for r in b.requests], strict=False)
-    for before, after in pairs:
-        if before is None or after is None or before == after:
-            continue
-        counts = [
-            f"{label} {was} → {now}"
-            for label, was, now in (
-                ("prefix", before.prefix, after.prefix),
-                ("read", before.read, after.read),
-                ("wrote", before.written, after.written),
-                ("uncached", before.uncached, after.uncached),
-                ("marks", before.marks, after.marks),
-            )
-            if was != now
-        ]
-        if before.cache_break != after.cache_break:
-            counts.append(f"break {_cache_break(before.cache_break)} → {_cache_break(after.cache_break)}")
-        return f"cache changed: {', '.join(counts)}."
-    return None
-
-
-def _cache_break(found: CacheBreak | None) -> str:
-    if found is None:
-        return "none"
-    return f"at {found.path} ({found.cause.phrase}, {'expected' if found.expected else 'unexpected'})"
 
 
 def _outcome(call: dict[str, Any]) -> str:

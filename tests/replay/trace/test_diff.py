@@ -213,10 +213,13 @@ def test_a_changed_prompt_cache_says_what_it_read_wrote_and_where_it_now_breaks(
         cache_break=CacheBreak(path="system[0].text", cause=BreakCause.SYSTEM_PROMPT_CHANGED),
     )
 
-    assert diff_traces(a_trace(cached(hit)), a_trace(cached(broken))) == [
-        "prompt 1 pass 1: cache changed: read 1150 → 0, wrote 50 → 1200,"
-        " break none → at system[0].text (system prompt changed, unexpected)."
-    ]
+    assert diff_traces(a_trace(cached(hit)), a_trace(cached(broken)))[0] == (
+        "prompt 1 pass 1: cache break at system[0].text (system prompt changed, unexpected) — cost +680%."
+    )
+    moved = RequestCache(marks=3, prefix=1200, read=1146, written=50, uncached=21)
+    assert diff_traces(a_trace(cached(hit)), a_trace(cached(moved)))[0] == (
+        "prompt 1 pass 1: cache reads 1,150 → 1,146 tokens, uncached 17 → 21 tokens, marks 2 → 3 — cost +2%."
+    )
     # A trace written before the audit has no cache to compare: nothing is said.
     assert diff_traces(a_trace(cached(None)), a_trace(cached(broken))) == []
 
