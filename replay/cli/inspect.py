@@ -46,7 +46,8 @@ def show(
     The text form is what snapshots store, followed by a session summary: tokens read from the
     cache, written to it and left uncached, the hit ratio, the cost in US dollars (from the usage
     the API reported; models the price table does not know are named), the unexpected cache
-    breaks, and the requests where the cache audit and the reported usage disagree. json is the
+    breaks, and, for a live bundle, the requests where the cache audit and the usage the API
+    reported disagree. json is the
     full model plus a `summary` object with the same; mermaid draws the passes as a state
     diagram to paste into a README or a pull request (inside a ```mermaid block).
 
@@ -59,6 +60,9 @@ def show(
     """
     with bad_input():
         trace = _load_trace(session)
+        # A fake-model bundle's usage is the scenario's (often pinned): comparing the audit with
+        # it says nothing about the API, so only a live bundle (or a bare trace) lists disagreements.
+        live = load_bundle(session).spec.live if session.is_dir() else True
     if output_format is TraceFormat.JSON:
         document = {**trace.to_json(), "summary": summarize_cache(trace).to_json()}
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
@@ -66,7 +70,7 @@ def show(
         typer.echo(render_mermaid(trace), nl=False)
     else:
         typer.echo(render_text(trace))
-        typer.echo(summarize_cache(trace).render_text(), nl=False)
+        typer.echo(summarize_cache(trace).render_text(disagreements=live), nl=False)
 
 
 def _load_trace(path: Path) -> BehaviourTrace:

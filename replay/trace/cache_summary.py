@@ -167,8 +167,9 @@ class CacheSummary:
             "disagreements": [d.to_json() for d in self.disagreements],
         }
 
-    def render_text(self) -> str:
-        """The session summary `replay show` prints after the trace: a few lines."""
+    def render_text(self, *, disagreements: bool = True) -> str:
+        """The session summary `replay show` prints after the trace: a few lines (without the
+        disagreements with the reported usage, unless ``disagreements``)."""
         lines = []
         if self.audited:
             ratio = self.hit_ratio
@@ -183,7 +184,8 @@ class CacheSummary:
             unexpected = self.unexpected
             lines.append(f"unexpected cache breaks: {len(unexpected)}")
             lines.extend(f"  {b.line}" for b in unexpected)
-        lines.extend(_disagreement_lines(self.disagreements))
+        if disagreements:
+            lines.extend(_disagreement_lines(self.disagreements))
         return "\n".join(lines) + "\n"
 
 

@@ -79,6 +79,21 @@ def test_show_ends_the_text_with_the_session_cache_and_cost(tmp_path: Path) -> N
     ]
 
 
+def test_show_compares_with_the_reported_usage_only_for_a_live_bundle(tmp_path: Path) -> None:
+    # A fake-model bundle reports the scenario's usage (often pinned): no news about the API.
+    bundle = record_sync(tmp_path / "hello", [DONE])
+    trace = a_trace([a_pass(1, cache(written=6_000, uncached=2_000), usage(read=6_000, uncached=2_000))])
+    (bundle / "trace.json").write_text(trace.dumps())
+    assert "disagreements" not in runner.invoke(app, ["show", str(bundle)]).stdout
+
+    session = json.loads((bundle / "session.json").read_text())
+    (bundle / "session.json").write_text(json.dumps({**session, "live": True}))
+    shown = runner.invoke(app, ["show", str(bundle)])
+
+    assert shown.exit_code == 0, shown.output
+    assert "disagreements with the reported usage: 1 request" in shown.stdout
+
+
 def test_show_json_carries_each_request_cache_and_the_session_summary(tmp_path: Path) -> None:
     trace = a_trace([a_pass(1, cache(written=6_000, uncached=2_000), usage(written=6_000, uncached=2_000))])
     path = tmp_path / "trace.json"

@@ -335,3 +335,36 @@ def test_verify_fail_on_cache_break_exits_0_when_no_bundle_breaks_the_cache(tmp_
     assert result.exit_code == 0, result.output
     (summary,) = json.loads(result.stdout)
     assert summary["cache_breaks"] == []
+
+
+def test_run_fail_on_cache_break_exits_1_on_the_changed_system_prompt_and_names_the_break(tmp_path: Path) -> None:
+    bundle = tmp_path / "cache-break-from-changed-system-prompt"
+    shutil.copytree(LIBRARY / bundle.name, bundle)
+
+    plain = runner.invoke(app, ["run", str(bundle)])
+    failing = runner.invoke(app, ["run", str(bundle), "--fail-on-cache-break"])
+
+    assert plain.exit_code == 0, plain.output  # the break is recorded behaviour: it matches
+    assert failing.exit_code == 1, failing.output
+    assert failing.stdout.splitlines()[1:] == [
+        f"CACHE BREAK {bundle} prompt 2 pass 1: system[0].text (system prompt changed)"
+    ]
+
+
+def test_verify_fail_on_cache_break_passes_expected_breaks_and_fails_on_the_unexpected_one(tmp_path: Path) -> None:
+    # An idle gap past the TTL, a microcompact after an hour and compactions break the cache as
+    # the loop means to; only the changed system prompt is the loop's (or its user's) mistake.
+    expected = ("cache-expires-after-idle", "microcompact-after-an-hour", "autocompact-boundary")
+    for name in expected:
+        shutil.copytree(LIBRARY / name, tmp_path / "expected" / name)
+    shutil.copytree(LIBRARY / "cache-break-from-changed-system-prompt", tmp_path / "all" / "broken")
+    shutil.copytree(tmp_path / "expected", tmp_path / "all" / "expected")
+
+    passing = runner.invoke(app, ["verify", str(tmp_path / "expected"), "--fail-on-cache-break"])
+    failing = runner.invoke(app, ["verify", str(tmp_path / "all"), "--fail-on-cache-break"])
+
+    assert passing.exit_code == 0, passing.output
+    assert failing.exit_code == 1, failing.output
+    assert [line for line in failing.stdout.splitlines() if line.startswith("CACHE BREAK")] == [
+        f"CACHE BREAK {tmp_path / 'all' / 'broken'} prompt 2 pass 1: system[0].text (system prompt changed)"
+    ]
