@@ -32,7 +32,12 @@ def cache_differences(a: BehaviourTrace, b: BehaviourTrace) -> list[str]:
     lines: list[str] = []
     for number, (prompt_a, prompt_b) in enumerate(zip(a.prompts, b.prompts, strict=False), start=1):
         for index, after in enumerate(prompt_b.passes[: len(prompt_a.passes)], start=1):
-            change = _pass_change(passes_a.get((number, index), []), passes_b.get((number, index), []))
+            # A request that changed (its fingerprint line says so) reads and writes other
+            # counts as a matter of course; only a break that appeared, went or moved is news.
+            same_request = prompt_a.passes[index - 1].fingerprint == after.fingerprint
+            change = _pass_change(
+                passes_a.get((number, index), []), passes_b.get((number, index), []), counts=same_request
+            )
             if change:
                 lines.append(f"{_where(number, index, after)}: {change}.")
     session = _session_change(summary_a, summary_b, force=bool(lines))
@@ -48,12 +53,12 @@ def _by_pass(summary: CacheSummary) -> dict[tuple[int, int], list[RequestSummary
     return grouped
 
 
-def _pass_change(before: Sequence[RequestSummary], after: Sequence[RequestSummary]) -> str | None:
+def _pass_change(before: Sequence[RequestSummary], after: Sequence[RequestSummary], *, counts: bool) -> str | None:
     cache_a, cache_b = _main_cache(before), _main_cache(after)
     if cache_a is None or cache_b is None:
         return None
     change = _break_change(cache_a.cache_break, cache_b.cache_break)
-    if change is None:
+    if change is None and counts:
         change = _shift(cache_a, cache_b)
     if change is None:
         return None

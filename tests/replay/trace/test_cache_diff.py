@@ -81,3 +81,14 @@ def test_a_trace_without_the_audit_is_not_compared_for_cache() -> None:
         trace_pass.requests = [type(r)(r.purpose, r.fingerprint) for r in trace_pass.requests]
         trace_pass.model_call.pop("usage")
     assert diff_traces(old, BROKEN) == []
+
+
+def test_a_changed_request_tells_only_its_break_not_the_counts_that_moved_with_it() -> None:
+    # Another request reads and writes other counts as a matter of course; its fingerprint line
+    # already says it changed. A break that appears is still news.
+    reworded, broken = _run((6_450, 320), (6_400, 300)), _run((0, 6_700), (0, 6_700), **SYSTEM)
+    for changed in (reworded, broken):
+        third = changed.prompts[0].passes[2]
+        third.requests = [type(r)(r.purpose, "f" * 12, cache=r.cache) for r in third.requests]
+    assert not any("cache reads" in line for line in diff_traces(HEALTHY, reworded))
+    assert diff_traces(HEALTHY, broken)[1].startswith("prompt 1 pass 3: cache break at system[0].text")
