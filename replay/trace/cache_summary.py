@@ -196,6 +196,18 @@ def summarize_cache(trace: BehaviourTrace) -> CacheSummary:
     breaks: list[BreakReport] = []
     model: str | None = None
     for number, prompt in enumerate(trace.prompts, start=1):
+        # A compaction between prompts (the user's /compact) made its summary requests outside
+        # any pass; the trace keeps their audit on the compaction entry.
+        between = PassTrace(turn=0, transition=None)
+        for entry in prompt.before:
+            fingerprints = list(entry.get("requests") or [])
+            for place, document in enumerate(entry.get("cache") or []):
+                fingerprint = fingerprints[place] if place < len(fingerprints) else ""
+                request = RequestTrace("compact", fingerprint, cache=RequestCache.from_json(document))
+                label = f"prompt {number} compact"
+                requests.append(_request_summary((label, number, 0), request, between, model, answered=False))
+                if request.cache is not None and request.cache.cache_break is not None:
+                    breaks.append(BreakReport(label, request.cache.cache_break))
         for index, trace_pass in enumerate(prompt.passes, start=1):
             where = f"prompt {number} pass {trace_pass.turn}"
             model = trace_pass.model_call.get("model") or model

@@ -161,3 +161,25 @@ def test_the_text_summary_is_a_few_lines() -> None:
         "cost: $0.0285 (from the reported usage)",
         "unexpected cache breaks: 0",
     ]
+
+
+def test_a_compaction_between_prompts_counts_its_summary_request() -> None:
+    # The user's /compact before prompt 2 asks for its summary outside any pass: the trace keeps
+    # that request's audit on the compaction entry, and the summary counts and prices it.
+    trace = a_trace(
+        [a_pass(1, cache(written=6_000, uncached=100), usage(written=6_000, uncached=100, output=50))],
+        [a_pass(1, cache(written=900, uncached=50), usage(written=900, uncached=50, output=20))],
+    )
+    summary_request = cache(read=0, written=0, uncached=6_200)
+    trace.prompts[1].before.append(
+        {"tier": "manual", "boundary": True, "requests": ["c" * 64], "cache": [summary_request.to_json()]}
+    )
+
+    summary = summarize_cache(trace)
+
+    compact = [r for r in summary.requests if r.purpose == "compact"]
+    assert [(r.where, r.source, r.cache) for r in compact] == [
+        ("prompt 2 compact", CostSource.SIMULATED, summary_request)
+    ]
+    assert summary.uncached == 100 + 6_200 + 50
+    assert compact[0].cost.usd > 0
