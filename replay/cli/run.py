@@ -128,7 +128,7 @@ def _print_report(report: RunReport) -> None:
         done = (
             f"kept {counts.kept}, re-recorded {counts.rerecorded}, pruned {counts.pruned} interaction(s)"
             if counts is not None
-            else "the new behaviour is recorded"
+            else "its trace files are rewritten"
         )
         typer.echo(f"UPDATED {report.bundle}: {done}; replay run now matches.")
     else:

@@ -62,14 +62,17 @@ async def update_bundle(
     """Replay the bundle at ``path`` and, if it drifted, re-record it from its first divergence
     and swap it in (``report.updated``, ``report.rewrite`` the counts). A live bundle records
     with ``api_key`` and ``base_url`` (default: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``).
-    A bundle that matches is not touched. Bad input, or a live bundle that needs the API without
-    a key, raises ``BundleError`` and leaves the bundle as it was."""
+    A bundle that matches keeps its recording; only trace files in an older form of the trace
+    are rewritten. Bad input, or a live bundle that needs the API without a key, raises
+    ``BundleError`` and leaves the bundle as it was."""
     started = time.perf_counter()
     folder = Path(path)
     with bundle_write_lock(folder, wait=wait, on_wait=on_wait):
         bundle = load_bundle(folder)
         report = await judge_bundle(bundle)
         if report.matched:
+            _refresh_traces(bundle, report)
+            report.seconds = time.perf_counter() - started
             return report
         sweep_stale(folder)
         staging = new_staging(folder)
@@ -104,6 +107,40 @@ async def update_bundle(
     report.updated, report.rewrite = True, counts
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _refresh_traces(bundle: Bundle, report: RunReport) -> None:
+    """A bundle that matches keeps its recording; but its trace files may be in an older form
+    of the trace (one recorded before the cache audit, whose absence the comparison forgives).
+    Rewrite them as this replay renders them, whole: a staging copy swapped in."""
+    trace = report.trace
+    if trace is None:
+        return
+    fresh = {TRACE_JSON_FILE: trace.dumps(), TRACE_TEXT_FILE: render_text(trace)}
+    if all(_reads(bundle.path / name) == text for name, text in fresh.items()):
+        return
+    sweep_stale(bundle.path)
+    staging = new_staging(bundle.path)
+    try:
+        shutil.copytree(bundle.path, staging, symlinks=True, dirs_exist_ok=True)
+        for name, text in fresh.items():
+            write_redacted(staging / name, text)
+        swap_into_place(staging, bundle.path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    report.updated = True
+    report.differences.append(
+        f"{TRACE_JSON_FILE} and {TRACE_TEXT_FILE} rewritten in this replay's form of the trace "
+        "(the cassette and the transcript already matched)."
+    )
+
+
+def _reads(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 @dataclass(frozen=True)

@@ -368,3 +368,21 @@ def test_verify_fail_on_cache_break_passes_expected_breaks_and_fails_on_the_unex
     assert [line for line in failing.stdout.splitlines() if line.startswith("CACHE BREAK")] == [
         f"CACHE BREAK {tmp_path / 'all' / 'broken'} prompt 2 pass 1: system[0].text (system prompt changed)"
     ]
+
+
+def test_update_rewrites_the_trace_files_of_a_bundle_recorded_before_the_cache_audit(tmp_path: Path) -> None:
+    bundle = tmp_path / "demo"
+    shutil.copytree(LIBRARY / "demo", bundle)
+    (bundle / "trace.txt").write_text(
+        "".join(line for line in (LIBRARY / "demo" / "trace.txt").open() if "cache:" not in line)
+    )
+
+    updated = runner.invoke(app, ["run", "--update", str(bundle)])
+
+    assert updated.exit_code == 0, updated.output
+    assert updated.stdout.splitlines() == [
+        f"UPDATED {bundle}: its trace files are rewritten; replay run now matches.",
+        "  trace.json and trace.txt rewritten in this replay's form of the trace (the cassette and the transcript "
+        "already matched).",
+    ]
+    assert (bundle / "trace.txt").read_bytes() == (LIBRARY / "demo" / "trace.txt").read_bytes()

@@ -116,6 +116,40 @@ async def test_a_bundle_that_matches_is_not_touched(tmp_path: Path) -> None:
     assert files(bundle) == before and bundle.stat().st_ino == inode
 
 
+def without_the_cache_audit(bundle: Path) -> None:
+    """The bundle's trace files as a replay before the cache audit wrote them."""
+    trace = json.loads((bundle / "trace.json").read_text())
+    for prompt in trace["prompts"]:
+        for entry in prompt["before"]:
+            entry.pop("cache", None)
+        for trace_pass in prompt["passes"]:
+            trace_pass["model_call"].pop("usage", None)
+            for request in trace_pass["requests"]:
+                request.pop("cache", None)
+    (bundle / "trace.json").write_text(json.dumps(trace, indent=2, ensure_ascii=False) + "\n")
+    text = (bundle / "trace.txt").read_text().splitlines(keepends=True)
+    (bundle / "trace.txt").write_text("".join(line for line in text if not line.lstrip().startswith("cache")))
+
+
+async def test_a_bundle_whose_trace_predates_the_cache_audit_gains_it_and_keeps_its_recording(
+    tmp_path: Path,
+) -> None:
+    current = files(LIBRARY / "demo")
+    bundle = library_copy(tmp_path)
+    without_the_cache_audit(bundle)
+    assert (await run_bundle(bundle)).verdict is Verdict.MATCH  # an older trace is not drift
+
+    report = await run_bundle(bundle, update=True)
+
+    assert report.verdict is Verdict.MATCH and report.updated and report.rewrite is None
+    assert report.differences == [
+        "trace.json and trace.txt rewritten in this replay's form of the trace (the cassette and the transcript "
+        "already matched)."
+    ]
+    assert files(bundle) == current
+    assert [p.name for p in tmp_path.iterdir()] == ["demo"]  # no staging folder or lock left
+
+
 async def test_the_bundles_own_files_are_kept_and_only_the_recording_is_rewritten(tmp_path: Path) -> None:
     bundle = library_copy(tmp_path)
     another_prompt(bundle)
