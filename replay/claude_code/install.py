@@ -42,7 +42,7 @@ CLAUDE_CODE_VERSION: Final = "2.1.328"
 CACHE_ENV: Final = "REPLAY_CLAUDE_CODE_CACHE"
 """Names the cache folder (one sub-folder per version) instead of the user's cache."""
 
-# npm downloads ~70 MB once; a slow registry gets minutes, not forever.
+# npm downloads one ~170 MB tarball once; a slow registry gets minutes, not forever.
 NPM_TIMEOUT: Final = 600.0
 # Long enough for another process's whole install, which holds the lock meanwhile.
 LOCK_TIMEOUT: Final = NPM_TIMEOUT + 60.0
