@@ -4,6 +4,7 @@ sends and what its result says. Nothing the CLI sends is kept beyond the test's 
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -154,3 +155,11 @@ def test_a_run_that_prints_no_json_result_raises_one_sentence(
 
     with pytest.raises(ClaudeCodeRunError, match=r"exited with status 0 without a JSON result; it said: 2\.1\.\d+"):
         run_claude(claude, "Say hello", base_url=server.url, workspace=workspace, args=["--version"])
+
+
+def test_a_run_past_its_timeout_is_stopped_with_one_sentence(claude: Path, workspace: Path) -> None:
+    # A model that takes the connection and never answers: the CLI can only wait.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        with pytest.raises(ClaudeCodeRunError, match=r"^Claude Code ran for over 2 s in .* and was stopped; "):
+            run_claude(claude, "Say hello", base_url=f"http://127.0.0.1:{port}", workspace=workspace, timeout=2)
