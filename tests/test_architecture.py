@@ -19,7 +19,7 @@ MAX_MODULE_LINES = 500
 # the cassette's logged requests: see ALLOWED_SIDEWAYS.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"replay.cli", "replay.pytest_plugin"}),
-    frozenset({"replay.session"}),
+    frozenset({"replay.session", "replay.claude_code"}),
     frozenset({"replay.proxy"}),
     frozenset({"replay.trace", "replay.cassette", "replay.fake"}),
     frozenset({"replay.schema", "replay.redact", "replay.http", "replay.prompt_cache"}),

@@ -1,0 +1,27 @@
+"""The real Claude Code CLI as a client of the harness: finding it or installing a pinned version
+from npm into a cache (`install`), and running it once, isolated and offline, against a model
+URL such as the fake model's loopback server (`run`).
+
+May import: `replay.storage` and the layers below it (and the foundation modules); it sits
+beside `replay.session`, since what drives it starts fake model servers.
+"""
+
+from __future__ import annotations
+
+from replay.lazy_exports import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "CLAUDE_CODE_VERSION": "install",
+        "ClaudeCodeInstallError": "install",
+        "cache_root": "install",
+        "find_or_install_claude": "install",
+        "ClaudeCodeResult": "run",
+        "ClaudeCodeRunError": "run",
+        "PermissionDenial": "run",
+        "PermissionMode": "run",
+        "claude_environment": "run",
+        "run_claude": "run",
+    },
+)
