@@ -346,4 +346,4 @@ def test_every_example_in_the_scenario_docs_loads(tmp_path: Path) -> None:
         path = tmp_path / f"example_{number}.yaml"
         path.write_text(example.split("```", 1)[0], encoding="utf-8")
         assert load_scenario(path).turns, f"example {number} has no turns"
-    assert len(examples) == 8
+    assert len(examples) == 9
