@@ -19,8 +19,8 @@ __all__ = [
     "MAX_DELTAS_PER_STRING",
     "Block",
     "Match",
-    "Purpose",
     "RedactedThinkingBlock",
+    "RequestPurpose",
     "ScenarioError",
     "StopReason",
     "TextBlock",
@@ -113,7 +113,7 @@ class Usage:
                 raise ScenarioError(f"usage {item.name!r} must be a non-negative integer, not {value!r}.")
 
 
-class Purpose(StrEnum):
+class RequestPurpose(StrEnum):
     """What a Messages API request is for, read from its body alone (``replay.fake.matching``)."""
 
     MAIN = "main"  # the conversation's own request: it offers tools
@@ -127,7 +127,7 @@ class Match:
     ``model`` is a prefix of the requested model; ``repeat`` keeps the turn for every request
     it accepts instead of playing it once."""
 
-    purpose: Purpose | None = None
+    purpose: RequestPurpose | None = None
     last_user_contains: str | None = None
     has_tools: bool | None = None
     model: str | None = None
@@ -136,7 +136,7 @@ class Match:
 
     def __post_init__(self) -> None:
         if self.purpose is not None:
-            object.__setattr__(self, "purpose", to_enum(Purpose, self.purpose, "purpose"))
+            object.__setattr__(self, "purpose", to_enum(RequestPurpose, self.purpose, "purpose"))
         for name in ("last_user_contains", "model"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
@@ -162,7 +162,7 @@ class Match:
 
 # The predicate keys of `match`, in the order the docs and error messages list them.
 _MATCH_PREDICATES: Final = (
-    ("purpose", Purpose),
+    ("purpose", RequestPurpose),
     ("last_user_contains", str),
     ("has_tools", bool),
     ("model", str),
@@ -173,7 +173,7 @@ _MATCH_PREDICATES: Final = (
 def _yaml_scalar(value: str | bool) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, Purpose):
+    if isinstance(value, RequestPurpose):
         return value.value
     return json.dumps(value, ensure_ascii=False)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from replay.fake.blocks import Match, Purpose
+from replay.fake.blocks import Match, RequestPurpose
 
 __all__ = ["accepts", "last_user_text", "purpose_of"]
 
@@ -16,13 +16,13 @@ __all__ = ["accepts", "last_user_text", "purpose_of"]
 _COMPACT_MARKERS: Final = ("detailed summary", "conversation")
 
 
-def purpose_of(request: Mapping[str, Any]) -> Purpose:
-    """`Purpose.COMPACT` when a text of the last user message asks for a detailed summary of
-    the conversation (tools or not: Claude Code keeps them), else `Purpose.SIDE` when the request
-    offers no tools, else `Purpose.MAIN`."""
+def purpose_of(request: Mapping[str, Any]) -> RequestPurpose:
+    """`RequestPurpose.COMPACT` when a text of the last user message asks for a detailed summary of
+    the conversation (tools or not: Claude Code keeps them), else `RequestPurpose.SIDE` when the request
+    offers no tools, else `RequestPurpose.MAIN`."""
     if any(all(marker in text.lower() for marker in _COMPACT_MARKERS) for text in _last_user_texts(request)):
-        return Purpose.COMPACT
-    return Purpose.MAIN if _has_tools(request) else Purpose.SIDE
+        return RequestPurpose.COMPACT
+    return RequestPurpose.MAIN if _has_tools(request) else RequestPurpose.SIDE
 
 
 def accepts(match: Match, request: Mapping[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol, assert_never
 
 import httpx2
 
-from replay.fake.blocks import Purpose, ToolUseBlock, Turn
+from replay.fake.blocks import RequestPurpose, ToolUseBlock, Turn
 from replay.fake.faults import DropConnection, ErrorType, HttpError, MalformedEvent, ResetConnection, StreamError
 from replay.fake.matching import accepts, last_user_text, purpose_of
 from replay.fake.scenario import Scenario
@@ -88,7 +88,7 @@ class ScenarioExhaustedError(FakeModelError):
         turns: int,
         request: int,
         last_user_message: str,
-        purpose: Purpose | None = None,
+        purpose: RequestPurpose | None = None,
         model: str | None = None,
         turns_left: tuple[tuple[int, str], ...] = (),
         positional: bool = True,

@@ -20,8 +20,8 @@ import yaml
 from replay.fake.blocks import (
     Block,
     Match,
-    Purpose,
     RedactedThinkingBlock,
+    RequestPurpose,
     ScenarioError,
     StopReason,
     TextBlock,
@@ -219,7 +219,7 @@ def _parse_match(raw: Mapping[str, Any]) -> Match | None:
     match = _mapping(raw["match"], "'match'", _MATCH_KEYS, where="under match")
     purpose = match.get("purpose")
     return Match(
-        purpose=None if purpose is None else to_enum(Purpose, purpose, "purpose"),
+        purpose=None if purpose is None else to_enum(RequestPurpose, purpose, "purpose"),
         last_user_contains=match.get("last_user_contains"),
         has_tools=match.get("has_tools"),
         model=match.get("model"),

@@ -16,7 +16,7 @@ import yaml
 from engine.compact.autocompact import build_summary_request
 from engine.messages import AssistantMessage, UserMessage
 from engine.settings import EngineSettings
-from replay.fake.blocks import Match, Purpose, TextBlock, Turn
+from replay.fake.blocks import Match, RequestPurpose, TextBlock, Turn
 from replay.fake.faults import HttpError
 from replay.fake.matching import accepts, purpose_of
 from replay.fake.model import FakeModel, ScenarioExhaustedError
@@ -104,29 +104,29 @@ def serve() -> Iterator[Serve]:
 
 
 def test_the_engines_summary_request_and_a_client_summary_that_keeps_its_tools_are_compact() -> None:
-    assert purpose_of(engine_summary_request()) is Purpose.COMPACT
-    assert purpose_of(client_summary_request()) is Purpose.COMPACT
+    assert purpose_of(engine_summary_request()) is RequestPurpose.COMPACT
+    assert purpose_of(client_summary_request()) is RequestPurpose.COMPACT
     assert purpose_of({**client_summary_request(), "messages": [{"role": "user", "content": CLIENT_SUMMARY}]}) is (
-        Purpose.COMPACT
+        RequestPurpose.COMPACT
     )
 
 
 def test_a_request_with_tools_is_main_and_one_without_is_side() -> None:
-    assert purpose_of(main_request("Which port?")) is Purpose.MAIN
-    assert purpose_of(side_request("Give this conversation a title.")) is Purpose.SIDE
-    assert purpose_of({**main_request("Which port?"), "tools": []}) is Purpose.SIDE
+    assert purpose_of(main_request("Which port?")) is RequestPurpose.MAIN
+    assert purpose_of(side_request("Give this conversation a title.")) is RequestPurpose.SIDE
+    assert purpose_of({**main_request("Which port?"), "tools": []}) is RequestPurpose.SIDE
     # Only the last user message is read: a summary asked for earlier is history.
     earlier = client_summary_request()
     earlier["messages"] += [{"role": "assistant", "content": "Summary: 8080."}, {"role": "user", "content": "Thanks."}]
-    assert purpose_of(earlier) is Purpose.MAIN
+    assert purpose_of(earlier) is RequestPurpose.MAIN
 
 
 def test_every_predicate_of_a_match_must_hold() -> None:
     request = {**side_request("Give this conversation a title."), "stream": True}
 
-    assert accepts(Match(purpose=Purpose.SIDE, model="claude-haiku", stream=True), request)
+    assert accepts(Match(purpose=RequestPurpose.SIDE, model="claude-haiku", stream=True), request)
     assert accepts(Match(has_tools=False, last_user_contains="a title"), request)
-    assert not accepts(Match(purpose=Purpose.SIDE, model="claude-sonnet"), request)
+    assert not accepts(Match(purpose=RequestPurpose.SIDE, model="claude-sonnet"), request)
     assert not accepts(Match(last_user_contains="A TITLE"), request)  # case matters
     assert not accepts(Match(stream=False), request)
     assert not accepts(Match(has_tools=True), request)
@@ -234,7 +234,7 @@ def test_a_request_no_turn_accepts_names_itself_and_the_turns_left() -> None:
         "add a turn for it or change a match."
     )
     error = caught.value
-    assert (error.request, error.purpose, error.model, error.positional) == (1, Purpose.MAIN, MODEL, False)
+    assert (error.request, error.purpose, error.model, error.positional) == (1, RequestPurpose.MAIN, MODEL, False)
     assert fake_model.exhausted is error
 
 
@@ -292,7 +292,7 @@ turns:
 
     assert [turn.match for turn in scenario.turns] == [
         None,
-        Match(purpose=Purpose.COMPACT),
+        Match(purpose=RequestPurpose.COMPACT),
         Match(model="claude-haiku", has_tools=False, stream=True),
         Match(last_user_contains="title", repeat=True),
     ]
@@ -300,7 +300,7 @@ turns:
 
 
 def test_a_match_built_in_python_is_checked_like_one_in_a_file() -> None:
-    assert Turn(content=(TextBlock(text="x"),), match=Match(purpose=Purpose.SIDE)).match == Match(purpose="side")  # type: ignore[arg-type]
+    assert Turn(content=(TextBlock(text="x"),), match=Match(purpose=RequestPurpose.SIDE)).match == Match(purpose="side")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"unknown purpose 'title'; expected one of main, compact, side\."):
         Match(purpose="title")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"'match' must be a mapping of predicates, not dict\."):
