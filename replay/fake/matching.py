@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from replay.fake.blocks import Match, RequestPurpose
 
-__all__ = ["accepts", "last_user_text", "purpose_of"]
+__all__ = ["accepts", "describe_turns", "last_user_text", "purpose_of", "unanswered_message"]
 
 # A summary request's instruction says both, in the engine's words (engine/compact) and in
 # Claude Code's, whether it summarizes the whole conversation or its recent part.
@@ -49,6 +49,27 @@ def last_user_text(request: Mapping[str, Any], *, limit: int | None = None) -> s
     if limit is not None and len(text) > limit:
         return text[:limit] + "…"
     return text
+
+
+def describe_turns(turns: tuple[tuple[int, str], ...]) -> str:
+    """(number, match) pairs as ``turn 2 (match: purpose: compact) and turn 5 (match: ...)``."""
+    named = [f"turn {number} (match: {match})" for number, match in turns]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
+
+
+def unanswered_message(
+    script: str, *, count: int, request: str, last_user_message: str, turns_left: tuple[tuple[int, str], ...]
+) -> str:
+    """The exhausted script's sentence: ``script`` has ``count`` turns and none for ``request``
+    (with the matched turns left, when there are any)."""
+    has = f"{script} has {count} turn{'' if count == 1 else 's'}"
+    last = f"last user message: {last_user_message!r}"
+    if turns_left:
+        return (
+            f"{has}, but no turn left accepts {request} ({last}): the turns left are "
+            f"{describe_turns(turns_left)}; add a turn for it or change a match."
+        )
+    return f"{has}, but {request} had no scripted turn ({last}); add a turn to the scenario for it."
 
 
 def _has_tools(request: Mapping[str, Any]) -> bool:

@@ -24,7 +24,7 @@ import httpx2
 
 from replay.fake.blocks import RequestPurpose, ToolUseBlock, Turn
 from replay.fake.faults import DropConnection, ErrorType, HttpError, MalformedEvent, ResetConnection, StreamError
-from replay.fake.matching import accepts, last_user_text, purpose_of
+from replay.fake.matching import accepts, describe_turns, last_user_text, purpose_of, unanswered_message
 from replay.fake.scenario import Scenario
 from replay.fake.sse import (
     SseEvent,
@@ -99,7 +99,7 @@ class ScenarioExhaustedError(FakeModelError):
 
     def describe_turns_left(self) -> str:
         """``turn 2 (match: purpose: compact) and turn 5 (match: model: "claude-haiku")``."""
-        return _named_turns(self.turns_left)
+        return describe_turns(self.turns_left)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -316,13 +316,26 @@ class FakeModel:
                 return _json_response(200, render.message_json(turn), request_id=request_id)
         assert_never(turn)
 
-    def _select(self, request: Mapping[str, Any]) -> int | None:
-        """The first matched turn left that accepts the request, else the next turn without match."""
-        turns = self.scenario.turns
-        for index, turn in enumerate(turns):
+    def matched_turn_for(self, request: Mapping[str, Any]) -> int | None:
+        """The number of the matched turn left that would answer this request body, or None
+        (the turns without `match` are not asked)."""
+        with self._lock:
+            index = self._matched_index(request)
+        return None if index is None else index + 1
+
+    def _matched_index(self, request: Mapping[str, Any]) -> int | None:
+        for index, turn in enumerate(self.scenario.turns):
             match = turn.match
             if match is not None and (match.repeat or index not in self._played) and accepts(match, request):
                 return index
+        return None
+
+    def _select(self, request: Mapping[str, Any]) -> int | None:
+        """The first matched turn left that accepts the request, else the next turn without match."""
+        matched = self._matched_index(request)
+        if matched is not None:
+            return matched
+        turns = self.scenario.turns
         while self._next_positional < len(turns) and turns[self._next_positional].match is not None:
             self._next_positional += 1
         if self._next_positional == len(turns):
@@ -348,17 +361,7 @@ class FakeModel:
             if turn.match is not None and (turn.match.repeat or index not in self._played)
         )
         what = f"request {number} to POST {Route.MESSAGES} (purpose {purpose}, model {model or 'not given'})"
-        has = f"{script} has {count} turn{'' if count == 1 else 's'}"
-        if left:
-            message = (
-                f"{has}, but no turn left accepts {what} (last user message: {last!r}): the turns left are "
-                f"{_named_turns(left)}; add a turn for it or change a match."
-            )
-        else:
-            message = (
-                f"{has}, but {what} had no scripted turn (last user message: {last!r}); "
-                "add a turn to the scenario for it."
-            )
+        message = unanswered_message(script, count=count, request=what, last_user_message=last, turns_left=left)
         return ScenarioExhaustedError(
             message,
             turns=count,
@@ -484,8 +487,3 @@ def _parse_json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:  # includes UnicodeDecodeError
         return None
-
-
-def _named_turns(turns: tuple[tuple[int, str], ...]) -> str:
-    named = [f"turn {number} (match: {match})" for number, match in turns]
-    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
