@@ -65,6 +65,8 @@ _EXPORTS: dict[str, str] = {
     "FaultKind": "replay.fake",
     "HttpError": "replay.fake",
     "MalformedEvent": "replay.fake",
+    "Match": "replay.fake",
+    "RequestPurpose": "replay.fake",
     "ResetConnection": "replay.fake",
     "ReceivedRequest": "replay.fake",
     "RedactedThinkingBlock": "replay.fake",

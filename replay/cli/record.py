@@ -152,10 +152,11 @@ def serve(
     """Serve the fake model over HTTP on loopback, in the foreground, until Ctrl-C.
 
     Any Messages API client can talk to it: the n-th POST /v1/messages gets the n-th scripted
-    turn (streamed or not), POST /v1/messages/count_tokens is answered too, and any API key is
+    turn (streamed or not) unless a turn's match claims it (a summary or title query, say: see
+    docs/scenarios.md), POST /v1/messages/count_tokens is answered too, and any API key is
     accepted. The scenario starts again for every new conversation (a request whose messages
-    hold no assistant turn, after a complete answer), so an agent can run again and again
-    against one server; POST /reset restarts it too.
+    hold no assistant turn, after a complete answer, that no matched turn accepts), so an agent
+    can run again and again against one server; POST /reset restarts it too.
 
     Examples:
 

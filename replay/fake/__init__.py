@@ -23,6 +23,8 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "ScenarioExhaustedError": "model",
         "SyncFakeModelTransport": "model",
         "Block": "blocks",
+        "Match": "blocks",
+        "RequestPurpose": "blocks",
         "RedactedThinkingBlock": "blocks",
         "ScenarioError": "blocks",
         "StopReason": "blocks",

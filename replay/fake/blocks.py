@@ -18,7 +18,9 @@ __all__ = [
     "DELTA_CHARS",
     "MAX_DELTAS_PER_STRING",
     "Block",
+    "Match",
     "RedactedThinkingBlock",
+    "RequestPurpose",
     "ScenarioError",
     "StopReason",
     "TextBlock",
@@ -27,6 +29,7 @@ __all__ = [
     "Turn",
     "Usage",
     "block_deltas",
+    "check_match",
     "compact_json",
     "count_message_events",
     "is_int",
@@ -110,16 +113,85 @@ class Usage:
                 raise ScenarioError(f"usage {item.name!r} must be a non-negative integer, not {value!r}.")
 
 
+class RequestPurpose(StrEnum):
+    """What a Messages API request is for, read from its body alone (``replay.fake.matching``)."""
+
+    MAIN = "main"  # the conversation's own request: it offers tools
+    COMPACT = "compact"  # a summary request: its last user message asks for a summary of the conversation
+    SIDE = "side"  # any other request without tools: a title, a topic or a quota query
+
+
+@dataclass(frozen=True, kw_only=True)
+class Match:
+    """Which requests a scripted turn answers: every predicate given must hold (None: any).
+    ``model`` is a prefix of the requested model; ``repeat`` keeps the turn for every request
+    it accepts instead of playing it once."""
+
+    purpose: RequestPurpose | None = None
+    last_user_contains: str | None = None
+    has_tools: bool | None = None
+    model: str | None = None
+    stream: bool | None = None
+    repeat: bool = False
+
+    def __post_init__(self) -> None:
+        if self.purpose is not None:
+            object.__setattr__(self, "purpose", to_enum(RequestPurpose, self.purpose, "purpose"))
+        for name in ("last_user_contains", "model"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ScenarioError(f"match {name!r} must be a non-empty string, not {value!r}.")
+        for name in ("has_tools", "stream", "repeat"):
+            value = getattr(self, name)
+            if (value is not None or name == "repeat") and not isinstance(value, bool):
+                raise ScenarioError(f"match {name!r} must be true or false, not {value!r}.")
+        if not self.predicates():
+            names = ", ".join(name for name, _ in _MATCH_PREDICATES)
+            raise ScenarioError(f"'match' needs at least one of {names}; a turn for any request needs no match.")
+
+    def predicates(self) -> list[tuple[str, str | bool]]:
+        """The predicates given, as (key, value) in the order of the YAML keys."""
+        values = ((name, getattr(self, name)) for name, _ in _MATCH_PREDICATES)
+        return [(name, value) for name, value in values if value is not None]
+
+    def describe(self) -> str:
+        """The match as it reads in a scenario file: ``purpose: compact, repeat: true``."""
+        parts = [f"{name}: {_yaml_scalar(value)}" for name, value in self.predicates()]
+        return ", ".join([*parts, "repeat: true"] if self.repeat else parts)
+
+
+# The predicate keys of `match`, in the order the docs and error messages list them.
+_MATCH_PREDICATES: Final = (
+    ("purpose", RequestPurpose),
+    ("last_user_contains", str),
+    ("has_tools", bool),
+    ("model", str),
+    ("stream", bool),
+)
+
+
+def _yaml_scalar(value: str | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, RequestPurpose):
+        return value.value
+    return json.dumps(value, ensure_ascii=False)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Turn:
-    """One scripted model answer; None fields are derived (stop reason from content, usage estimated)."""
+    """One scripted model answer; None fields are derived (stop reason from content, usage
+    estimated). A turn without ``match`` answers the next request in order; with one, the
+    requests it accepts (docs/scenarios.md, "How turns are played")."""
 
     content: tuple[Block, ...]
     stop_reason: StopReason | None = None
     usage: Usage | None = None
+    match: Match | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "content", tuple(self.content))
+        check_match(self.match)
         if self.stop_reason is not None:
             object.__setattr__(self, "stop_reason", to_enum(StopReason, self.stop_reason, "stop_reason"))
 
@@ -163,6 +235,12 @@ def _pieces(text: str) -> list[str]:
 def compact_json(data: Mapping[str, Any], *, ascii_only: bool) -> str:
     """``data`` as JSON without spaces: how the API streams a tool's input."""
     return json.dumps(data, separators=(",", ":"), ensure_ascii=ascii_only)
+
+
+def check_match(match: object) -> None:
+    """A turn's or a fault's ``match`` is a `Match` or None."""
+    if match is not None and not isinstance(match, Match):
+        raise ScenarioError(f"'match' must be a mapping of predicates, not {type(match).__name__}.")
 
 
 def is_int(value: object) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from replay.fake.blocks import Block, ScenarioError, Turn, count_message_events, is_int, to_enum
+from replay.fake.blocks import Block, Match, ScenarioError, Turn, check_match, count_message_events, is_int, to_enum
 
 __all__ = [
     "DropConnection",
@@ -57,8 +57,10 @@ class HttpError:
     error_type: ErrorType
     message: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    match: Match | None = None
 
     def __post_init__(self) -> None:
+        check_match(self.match)
         if not is_int(self.status) or not 400 <= self.status <= 599:
             raise ScenarioError(f"status {self.status!r} is not an HTTP error status; expected 400-599.")
         object.__setattr__(self, "error_type", to_enum(ErrorType, self.error_type, "error_type"))
@@ -73,8 +75,10 @@ class StreamError:
     after_events: int
     error_type: ErrorType = ErrorType.OVERLOADED_ERROR
     message: str = "Overloaded"
+    match: Match | None = None
 
     def __post_init__(self) -> None:
+        check_match(self.match)
         object.__setattr__(self, "content", tuple(self.content))
         check_after_events(self.after_events)
         object.__setattr__(self, "error_type", to_enum(ErrorType, self.error_type, "error_type"))
@@ -86,8 +90,10 @@ class DropConnection:
 
     content: tuple[Block, ...] = ()
     after_events: int
+    match: Match | None = None
 
     def __post_init__(self) -> None:
+        check_match(self.match)
         object.__setattr__(self, "content", tuple(self.content))
         check_after_events(self.after_events)
 
@@ -99,8 +105,10 @@ class MalformedEvent:
 
     content: tuple[Block, ...] = ()
     after_events: int
+    match: Match | None = None
 
     def __post_init__(self) -> None:
+        check_match(self.match)
         object.__setattr__(self, "content", tuple(self.content))
         check_after_events(self.after_events)
 
@@ -109,6 +117,11 @@ class MalformedEvent:
 class ResetConnection:
     """The connection is reset before any byte of the response: the request gets no answer at
     all (no status, no headers), as when a server or a middlebox refuses it."""
+
+    match: Match | None = None
+
+    def __post_init__(self) -> None:
+        check_match(self.match)
 
 
 Fault = HttpError | StreamError | DropConnection | MalformedEvent | ResetConnection

@@ -22,8 +22,9 @@ from typing import Any, Final, Protocol, assert_never
 
 import httpx2
 
-from replay.fake.blocks import ToolUseBlock, Turn
+from replay.fake.blocks import RequestPurpose, ToolUseBlock, Turn
 from replay.fake.faults import DropConnection, ErrorType, HttpError, MalformedEvent, ResetConnection, StreamError
+from replay.fake.matching import accepts, describe_turns, last_user_text, purpose_of, unanswered_message
 from replay.fake.scenario import Scenario
 from replay.fake.sse import (
     SseEvent,
@@ -74,13 +75,31 @@ class FakeModelError(Exception):
 
 
 class ScenarioExhaustedError(FakeModelError):
-    """A POST /v1/messages arrived after the scenario's last scripted turn: ``request`` (numbered
-    from 1, as turns are) found none of the script's ``turns``; ``last_user_message`` is its
-    last user message, shortened."""
+    """A POST /v1/messages that no scripted turn accepts: ``request`` (numbered from 1, as turns
+    are) found none of the script's ``turns`` left for it. ``purpose`` and ``model`` say what it
+    was; ``last_user_message`` is its last user message, shortened; ``turns_left`` are the
+    unplayed (or repeating) matched turns that did not accept it, as (number, match) in script
+    order; ``positional`` says the script has no matched turn (its turns answer requests in order)."""
 
-    def __init__(self, message: str, *, turns: int, request: int, last_user_message: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        turns: int,
+        request: int,
+        last_user_message: str,
+        purpose: RequestPurpose | None = None,
+        model: str | None = None,
+        turns_left: tuple[tuple[int, str], ...] = (),
+        positional: bool = True,
+    ) -> None:
         super().__init__(message)
         self.turns, self.request, self.last_user_message = turns, request, last_user_message
+        self.purpose, self.model, self.turns_left, self.positional = purpose, model, turns_left, positional
+
+    def describe_turns_left(self) -> str:
+        """``turn 2 (match: purpose: compact) and turn 5 (match: model: "claude-haiku")``."""
+        return describe_turns(self.turns_left)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +147,9 @@ def as_sent(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeModel:
-    """Plays a scenario: the n-th POST /v1/messages gets the n-th turn; count_tokens consumes none.
+    """Plays a scenario: a POST /v1/messages gets the first unplayed turn whose ``match`` accepts
+    it, else the next turn without one (so a script without matches plays in order: the n-th
+    request gets the n-th turn); count_tokens consumes none.
 
     It keeps a prompt cache (`replay.prompt_cache`) across conversations, as the API's outlives
     one: a request's ``cache_control`` breakpoints write and read it, and a turn that pins no usage
@@ -153,6 +174,9 @@ class FakeModel:
         self.prompt_cache = PromptCache()
         self.requests: list[ReceivedRequest] = []
         self._message_requests = 0
+        # The turns played (indexes into the script) and the next turn without `match` to play.
+        self._played: set[int] = set()
+        self._next_positional = 0
         # Where the current conversation's requests start in `requests` (request ids count from it).
         self._conversation_start = 0
         self._last_turn_was_answer = False
@@ -163,8 +187,8 @@ class FakeModel:
 
     @property
     def turns_played(self) -> int:
-        """How many scripted turns have been served."""
-        return min(self._message_requests, len(self.scenario.turns))
+        """How many scripted turns have been served (a repeating turn counts once)."""
+        return len(self._played)
 
     @property
     def turns_remaining(self) -> int:
@@ -182,6 +206,8 @@ class FakeModel:
         `requests` keeps every request received."""
         with self._lock:
             self._message_requests = 0
+            self._played.clear()
+            self._next_positional = 0
             self._conversation_start = len(self.requests)
             self._last_turn_was_answer = False
 
@@ -230,12 +256,15 @@ class FakeModel:
 
     def _play_next_turn(self, request: dict[str, Any], *, request_id: str) -> FakeResponse:
         self._message_requests += 1
+        # Ids count the requests, whichever turn answers: a repeating turn's answers stay unique.
         number = self._message_requests
-        if number > len(self.scenario.turns):
+        index = self._select(request)
+        if index is None:
             exhausted = self._exhausted(number, request)
             self.exhausted = self.exhausted or exhausted
             raise exhausted
-        turn = self.scenario.turns[number - 1]
+        self._played.add(index)
+        turn = self.scenario.turns[index]
         self._last_turn_was_answer = isinstance(turn, Turn)
         streaming = request.get("stream") is True
         counted = self.normalize(request)
@@ -287,19 +316,62 @@ class FakeModel:
                 return _json_response(200, render.message_json(turn), request_id=request_id)
         assert_never(turn)
 
+    def matched_turn_for(self, request: Mapping[str, Any]) -> int | None:
+        """The number of the matched turn left that would answer this request body, or None
+        (the turns without `match` are not asked)."""
+        with self._lock:
+            index = self._matched_index(request)
+        return None if index is None else index + 1
+
+    def _matched_index(self, request: Mapping[str, Any]) -> int | None:
+        for index, turn in enumerate(self.scenario.turns):
+            match = turn.match
+            if match is not None and (match.repeat or index not in self._played) and accepts(match, request):
+                return index
+        return None
+
+    def _select(self, request: Mapping[str, Any]) -> int | None:
+        """The first matched turn left that accepts the request, else the next turn without match."""
+        matched = self._matched_index(request)
+        if matched is not None:
+            return matched
+        turns = self.scenario.turns
+        while self._next_positional < len(turns) and turns[self._next_positional].match is not None:
+            self._next_positional += 1
+        if self._next_positional == len(turns):
+            return None
+        self._next_positional += 1
+        return self._next_positional - 1
+
     def _model_name(self, request: Mapping[str, Any]) -> str:
         requested = request.get("model")
         return self.scenario.model or (requested if isinstance(requested, str) else self.model_name_default)
 
     def _exhausted(self, number: int, request: Mapping[str, Any]) -> ScenarioExhaustedError:
-        count = len(self.scenario.turns)
+        turns = self.scenario.turns
+        count = len(turns)
         script = f"The scenario {self.scenario.name!r}" if self.scenario.name else "The scenario"
-        last = _last_user_text(request)
-        message = (
-            f"{script} has {count} turn{'' if count == 1 else 's'}, but request {number} to POST {Route.MESSAGES} "
-            f"had no scripted turn (last user message: {last!r}); add a turn to the scenario for it."
+        last = last_user_text(request, limit=_LAST_USER_TEXT_LIMIT)
+        purpose = purpose_of(request)
+        requested = request.get("model")
+        model = requested if isinstance(requested, str) else None
+        left = tuple(
+            (index + 1, turn.match.describe())
+            for index, turn in enumerate(turns)
+            if turn.match is not None and (turn.match.repeat or index not in self._played)
         )
-        return ScenarioExhaustedError(message, turns=count, request=number, last_user_message=last)
+        what = f"request {number} to POST {Route.MESSAGES} (purpose {purpose}, model {model or 'not given'})"
+        message = unanswered_message(script, count=count, request=what, last_user_message=last, turns_left=left)
+        return ScenarioExhaustedError(
+            message,
+            turns=count,
+            request=number,
+            last_user_message=last,
+            purpose=purpose,
+            model=model,
+            turns_left=left,
+            positional=all(turn.match is None for turn in turns),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -415,35 +487,3 @@ def _parse_json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:  # includes UnicodeDecodeError
         return None
-
-
-def _last_user_text(request: Mapping[str, Any]) -> str:
-    """The text of the request's last user message, shortened, so a user sees where the script ran out."""
-    messages = request.get("messages")
-    if not isinstance(messages, list):
-        return "(no messages)"
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            text = _content_text(message.get("content"))
-            if len(text) > _LAST_USER_TEXT_LIMIT:
-                return text[:_LAST_USER_TEXT_LIMIT] + "…"
-            return text
-    return "(no user message)"
-
-
-def _content_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts: list[str] = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif block.get("type") == "tool_result":
-            parts.append(f"[tool_result {block.get('tool_use_id')}] {_content_text(block.get('content'))}".rstrip())
-        else:
-            parts.append(f"[{block.get('type')}]")
-    return " ".join(parts)

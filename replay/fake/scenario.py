@@ -19,7 +19,9 @@ import yaml
 
 from replay.fake.blocks import (
     Block,
+    Match,
     RedactedThinkingBlock,
+    RequestPurpose,
     ScenarioError,
     StopReason,
     TextBlock,
@@ -117,15 +119,16 @@ def load_scenario(path: str | PathLike[str]) -> Scenario:
 # Parsing the YAML shape
 
 _TOP_KEYS: Final = ("version", "name", "model", "prompts", "settings", "session", "turns")
-_TURN_KEYS: Final = ("content", "stop_reason", "usage")
+_TURN_KEYS: Final = ("content", "stop_reason", "usage", "match")
+_MATCH_KEYS: Final = ("purpose", "last_user_contains", "has_tools", "model", "stream", "repeat")
 _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _BLOCK_KINDS: Final = ("text", "tool_use", "thinking", "redacted_thinking")
 _FAULT_KEYS: Final[Mapping[FaultKind, tuple[str, ...]]] = {
-    FaultKind.HTTP_ERROR: ("fault", "status", "error_type", "message", "headers"),
-    FaultKind.STREAM_ERROR: ("fault", "after_events", "error_type", "message", "content"),
-    FaultKind.DROP_CONNECTION: ("fault", "after_events", "content"),
-    FaultKind.MALFORMED_EVENT: ("fault", "after_events", "content"),
-    FaultKind.RESET_CONNECTION: ("fault",),
+    FaultKind.HTTP_ERROR: ("fault", "status", "error_type", "message", "headers", "match"),
+    FaultKind.STREAM_ERROR: ("fault", "after_events", "error_type", "message", "content", "match"),
+    FaultKind.DROP_CONNECTION: ("fault", "after_events", "content", "match"),
+    FaultKind.MALFORMED_EVENT: ("fault", "after_events", "content", "match"),
+    FaultKind.RESET_CONNECTION: ("fault", "match"),
 }
 
 
@@ -175,6 +178,7 @@ def _parse_turn_or_fault(item: object) -> TurnOrFault:
         content=content,
         stop_reason=None if stop_reason is None else to_enum(StopReason, stop_reason, "stop_reason"),
         usage=None if usage is None else _parse_usage(usage),
+        match=_parse_match(raw),
     )
 
 
@@ -182,15 +186,17 @@ def _parse_fault(raw: Mapping[str, Any]) -> Fault:
     kind_name = raw["fault"]
     kind = to_enum(FaultKind, kind_name, "fault")
     _check_keys(raw, _FAULT_KEYS[kind], f"in the {kind} fault")
+    match = _parse_match(raw)
     if kind is FaultKind.HTTP_ERROR:
         return HttpError(
             status=_int(raw, "status"),
             error_type=to_enum(ErrorType, _str(raw, "error_type"), "error_type"),
             message=_str(raw, "message"),
             headers=_parse_headers(raw.get("headers", {})),
+            match=match,
         )
     if kind is FaultKind.RESET_CONNECTION:
-        return ResetConnection()
+        return ResetConnection(match=match)
     content = _parse_content(raw.get("content", []))
     after_events = _int(raw, "after_events")
     if kind is FaultKind.STREAM_ERROR:
@@ -199,10 +205,27 @@ def _parse_fault(raw: Mapping[str, Any]) -> Fault:
             after_events=after_events,
             error_type=to_enum(ErrorType, _str(raw, "error_type", ErrorType.OVERLOADED_ERROR.value), "error_type"),
             message=_str(raw, "message", "Overloaded"),
+            match=match,
         )
     if kind is FaultKind.MALFORMED_EVENT:
-        return MalformedEvent(content=content, after_events=after_events)
-    return DropConnection(content=content, after_events=after_events)
+        return MalformedEvent(content=content, after_events=after_events, match=match)
+    return DropConnection(content=content, after_events=after_events, match=match)
+
+
+def _parse_match(raw: Mapping[str, Any]) -> Match | None:
+    """The turn's `match` (which requests it answers), or None: it answers the next one in order."""
+    if "match" not in raw:
+        return None
+    match = _mapping(raw["match"], "'match'", _MATCH_KEYS, where="under match")
+    purpose = match.get("purpose")
+    return Match(
+        purpose=None if purpose is None else to_enum(RequestPurpose, purpose, "purpose"),
+        last_user_contains=match.get("last_user_contains"),
+        has_tools=match.get("has_tools"),
+        model=match.get("model"),
+        stream=match.get("stream"),
+        repeat=match.get("repeat", False),
+    )
 
 
 def _parse_content(raw: object) -> tuple[Block, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from replay.fake.blocks import Block, TextBlock, ThinkingBlock, ToolUseBlock, Turn
+from replay.fake.blocks import Block, Match, TextBlock, ThinkingBlock, ToolUseBlock, Turn
 from replay.fake.faults import FaultKind, HttpError, MalformedEvent, ResetConnection, StreamError, TurnOrFault
 from replay.fake.scenario import SCENARIO_VERSION, Scenario
 
@@ -27,8 +27,17 @@ def scenario_to_document(scenario: Scenario) -> dict[str, Any]:
         document["settings"] = dict(scenario.settings)
     if scenario.session:
         document["session"] = dict(scenario.session)
-    document["turns"] = [_turn_document(turn) for turn in scenario.turns]
+    document["turns"] = [_with_match(_turn_document(turn), turn.match) for turn in scenario.turns]
     return document
+
+
+def _with_match(item: dict[str, Any], match: Match | None) -> dict[str, Any]:
+    if match is None:
+        return item
+    written: dict[str, Any] = {name: getattr(value, "value", value) for name, value in match.predicates()}
+    if match.repeat:
+        written["repeat"] = True
+    return {**item, "match": written}
 
 
 def _turn_document(turn: TurnOrFault) -> dict[str, Any]:

@@ -11,7 +11,8 @@ scripted reset, a TCP reset before any byte of the response.
 request that starts a new conversation (its ``messages`` hold no assistant turn, and do not
 open with a compaction's summary) after a complete answer, so one server serves an agent run
 after run (``replay serve``). A retry after a scripted fault is not a new conversation: the
-fault's retry gets the next turn; nor is the history a compaction leaves behind.
+fault's retry gets the next turn; nor is the history a compaction leaves behind, nor a request
+a matched turn accepts (a client's title query, say).
 
     with FakeModelServer(FakeModel(load_scenario("scenario.yaml"))) as server:
         client = anthropic.Anthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0)
@@ -114,7 +115,12 @@ class FakeModelServer(HttpServer):
             return ""
         if request.method.upper() != "POST" or request.path.split("?", 1)[0] != "/v1/messages":
             return ""
-        if not _starts_a_conversation(request.body):
+        body = _parse_body(request.body)
+        if body is None or not _starts_a_conversation(body):
+            return ""
+        if self.fake_model.matched_turn_for(body) is not None:
+            # A client's side query (a title, say) looks like a new conversation; a turn matched
+            # for it answers it within the current one.
             return ""
         self.fake_model.reset()
         return "new conversation: scenario restarted"
@@ -170,12 +176,16 @@ def error_response(status: int, error_type: ErrorType, message: str) -> FakeResp
     return FakeResponse(status=status, headers=headers, chunks=[body])
 
 
-def _starts_a_conversation(body: bytes) -> bool:
+def _parse_body(body: bytes) -> dict[str, Any] | None:
     try:
         request: Any = json.loads(body)
     except ValueError:
-        return False
-    messages = request.get("messages") if isinstance(request, dict) else None
+        return None
+    return request if isinstance(request, dict) else None
+
+
+def _starts_a_conversation(request: Mapping[str, Any]) -> bool:
+    messages = request.get("messages")
     if not isinstance(messages, list):
         return False
     if any(isinstance(message, dict) and message.get("role") == "assistant" for message in messages):

@@ -146,12 +146,21 @@ async def record_bundle(
 
 
 def exhausted_message(exhausted: ScenarioExhaustedError, scenario_path: Path | None, out: Path) -> str:
-    """The one sentence that refuses a recording whose script ran out of turns."""
+    """The one sentence that refuses a recording whose script had no turn for a request."""
     script = str(scenario_path) if scenario_path is not None else "The scenario"
-    turns = f"{exhausted.turns} turn{'' if exhausted.turns == 1 else 's'}"
+    last = f"last user message: {exhausted.last_user_message!r}"
+    if exhausted.positional:
+        # Turns answer requests in order: the request's number is the turn it needed.
+        turns = f"{exhausted.turns} turn{'' if exhausted.turns == 1 else 's'}"
+        return (
+            f"{script} ran out of turns: it has {turns}, but request {exhausted.request} to the model needed turn "
+            f"{exhausted.request} ({last}); add that turn to the scenario "
+            f"(or check its prompts and settings). Nothing was written to {out}."
+        )
+    request = f"request {exhausted.request} to the model (purpose {exhausted.purpose}, model {exhausted.model}, {last})"
+    left = f"the turns left are {exhausted.describe_turns_left()}" if exhausted.turns_left else "no turn is left"
     return (
-        f"{script} ran out of turns: it has {turns}, but request {exhausted.request} to the model needed turn "
-        f"{exhausted.request} (last user message: {exhausted.last_user_message!r}); add that turn to the scenario "
+        f"{script} has no turn for {request}: {left}; add a turn for it or change a match "
         f"(or check its prompts and settings). Nothing was written to {out}."
     )
 

@@ -391,7 +391,8 @@ async def test_an_exhausted_script_reaches_the_caller_as_the_cause_of_a_connecti
     assert isinstance(cause, ScenarioExhaustedError)
     assert isinstance(cause, FakeModelError)
     assert str(cause) == (
-        f"The scenario 'short' has 1 turn, but request 2 to POST /v1/messages had no scripted turn "
+        "The scenario 'short' has 1 turn, but request 2 to POST /v1/messages (purpose side, model "
+        f"{MODEL}) had no scripted turn "
         f"(last user message: {question[:200] + '…'!r}); add a turn to the scenario for it."
     )
 

@@ -155,7 +155,7 @@ MALFORMED = {
     ),
     "unknown turn key": (
         TURNS + "  - content: [{text: a}]\n    stop_reasn: end_turn\n",
-        "turn 1: unknown key 'stop_reasn' in the turn; expected keys are content, stop_reason, usage.",
+        "turn 1: unknown key 'stop_reasn' in the turn; expected keys are content, stop_reason, usage, match.",
     ),
     "unknown block key": (
         TURNS + "  - content: [{text: a, extra: 1}]\n",
@@ -172,7 +172,33 @@ MALFORMED = {
     "unknown fault key": (
         TURNS + "  - {fault: http_error, status: 429, error_type: rate_limit_error, message: m, retry_after: 5}\n",
         "turn 1: unknown key 'retry_after' in the http_error fault; "
-        "expected keys are fault, status, error_type, message, headers.",
+        "expected keys are fault, status, error_type, message, headers, match.",
+    ),
+    "unknown match key": (
+        TURNS + "  - content: []\n  - content: []\n    match: {purpose: compact, tool: none}\n",
+        "turn 2: unknown key 'tool' under match; "
+        "expected keys are purpose, last_user_contains, has_tools, model, stream, repeat.",
+    ),
+    "unknown purpose": (
+        TURNS + "  - content: []\n    match: {purpose: title}\n",
+        "turn 1: unknown purpose 'title'; expected one of main, compact, side.",
+    ),
+    "match wrong type": (
+        TURNS + "  - content: []\n    match: {has_tools: 'no'}\n",
+        "turn 1: match 'has_tools' must be true or false, not 'no'.",
+    ),
+    "match empty string": (
+        TURNS + "  - content: []\n    match: {last_user_contains: ''}\n",
+        "turn 1: match 'last_user_contains' must be a non-empty string, not ''.",
+    ),
+    "match not a mapping": (
+        TURNS + "  - {fault: reset_connection, match: compact}\n",
+        "turn 1: 'match' must be a mapping, not str.",
+    ),
+    "match without a predicate": (
+        TURNS + "  - content: []\n    match: {repeat: true}\n",
+        "turn 1: 'match' needs at least one of purpose, last_user_contains, has_tools, model, stream; "
+        "a turn for any request needs no match.",
     ),
     "unknown top-level key": (
         "version: 1\nturn: []\n",
@@ -320,4 +346,4 @@ def test_every_example_in_the_scenario_docs_loads(tmp_path: Path) -> None:
         path = tmp_path / f"example_{number}.yaml"
         path.write_text(example.split("```", 1)[0], encoding="utf-8")
         assert load_scenario(path).turns, f"example {number} has no turns"
-    assert len(examples) == 8
+    assert len(examples) == 9

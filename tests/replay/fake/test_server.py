@@ -601,6 +601,24 @@ def test_a_compacted_history_continues_the_conversation_instead_of_restarting_it
     assert answer.content[0].text == "after the compaction"
 
 
+def test_a_side_query_a_matched_turn_accepts_does_not_restart_the_conversation(serve: Serve) -> None:
+    title = {"content": [{"text": "A title"}], "match": {"purpose": "side", "repeat": True}}
+    tools = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
+    server = serve(fake(text_turn("first"), text_turn("second"), title), restart_per_conversation=True)
+    conversation = {**REQUEST, "tools": tools}
+    # A client's title query: one user message and no tools, as a new conversation would start.
+    title_query = {**REQUEST, "messages": [{"role": "user", "content": "Title this: hello"}]}
+
+    with sync_sdk(server) as client:
+        first = client.messages.create(**conversation).content[0].text
+        named = client.messages.create(**title_query).content[0].text
+        history = [*HELLO, {"role": "assistant", "content": first}, {"role": "user", "content": "and?"}]
+        second = client.messages.create(**{**conversation, "messages": history}).content[0].text
+        named_again = client.messages.create(**title_query).content[0].text
+
+    assert [first, named, second, named_again] == ["first", "A title", "second", "A title"]
+
+
 def test_a_new_conversation_restarts_the_scenario_only_when_asked_and_post_reset_always(serve: Serve) -> None:
     lines: list[str] = []
     restarting = serve(fake(text_turn("first")), restart_per_conversation=True, on_request=lines.append)
