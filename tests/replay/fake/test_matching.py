@@ -5,7 +5,6 @@ next request in order, as every script did before matches existed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,13 @@ from replay.fake.matching import accepts, purpose_of
 from replay.fake.model import FakeModel, ScenarioExhaustedError
 from replay.fake.scenario import Scenario, load_scenario
 from replay.fake.scenario_writer import scenario_to_document
-from replay.fake.server import FakeModelServer
+from tests.replay.fake.conftest import Serve
 
 MODEL = "claude-sonnet-4-6"
 HAIKU = "claude-haiku-4-5-20251001"
 TOOLS = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
 # A client's own summary instruction, appended as the last user message with the tools kept.
 CLIENT_SUMMARY = "Write a detailed summary of the conversation so far; respond with text only."
-
-Serve = Callable[[FakeModel], FakeModelServer]
 
 
 def text_turn(text: str, **match: Any) -> dict[str, Any]:
@@ -82,21 +79,6 @@ def answer(fake_model: FakeModel, request: dict[str, Any]) -> dict[str, Any]:
 
 def text_of(fake_model: FakeModel, request: dict[str, Any]) -> str:
     return answer(fake_model, request)["content"][0]["text"]
-
-
-@pytest.fixture
-def serve() -> Iterator[Serve]:
-    servers: list[FakeModelServer] = []
-
-    def start(fake_model: FakeModel) -> FakeModelServer:
-        server = FakeModelServer(fake_model)
-        servers.append(server)
-        server.start()
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import socket
 import struct
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,12 +22,11 @@ from replay.fake.model import DROPPED_CONNECTION_MESSAGE, FakeModel, FakeRespons
 from replay.fake.scenario import Scenario
 from replay.fake.server import AuthStyle, FakeModelServer
 from replay.prompt_cache.prefixes import estimate_request_tokens
+from tests.replay.fake.conftest import Serve
 
 MODEL = "claude-sonnet-4-6"
 HELLO = [{"role": "user", "content": "hello"}]
 REQUEST = {"model": MODEL, "max_tokens": 64, "messages": HELLO}
-
-Serve = Callable[..., FakeModelServer]
 
 
 def fake(*turns: Any, name: str | None = None) -> FakeModel:
@@ -38,22 +36,6 @@ def fake(*turns: Any, name: str | None = None) -> FakeModel:
 
 def text_turn(text: str) -> dict[str, Any]:
     return {"content": [{"text": text}]}
-
-
-@pytest.fixture
-def serve() -> Iterator[Serve]:
-    """Starts FakeModelServers and stops every one of them after the test."""
-    servers: list[FakeModelServer] = []
-
-    def start(fake_model: FakeModel, **options: Any) -> FakeModelServer:
-        server = FakeModelServer(fake_model, **options)
-        servers.append(server)
-        server.start()
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def async_sdk(server: FakeModelServer, *, max_retries: int = 0) -> anthropic.AsyncAnthropic:
