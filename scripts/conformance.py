@@ -31,6 +31,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from replay.cassette.record import RecordMode
 from replay.claude_code import (
     CLAUDE_CODE_VERSION,
@@ -48,35 +50,14 @@ from replay.fake.server import FakeModelServer
 from replay.schema.options import SessionOptions
 from replay.session.bundle import SessionSpec
 from replay.session.session_run import run_session
-from replay.session.session_setup import resolve_setup
+from replay.session.session_setup import SessionSetup, resolve_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "cassettes"
+NOTES = Path(__file__).resolve().with_name("conformance-notes.yaml")
 Json = dict[str, Any]
 CLI_TIMEOUT = 300.0
 
-# The library scenarios a foreign client can be run against: one prompt each, faults and set-ups
-# the CLI meets through the HTTP API, flags or a project settings file.
-SCENARIOS: tuple[str, ...] = (
-    "demo",
-    "transient-errors-retried",
-    "model-fallback-after-overloads",
-    "retry-after-rate-limit",
-    "connection-reset-then-retried",
-    "dropped-connection-retried",
-    "mid-stream-overloaded-event",
-    "malformed-response-model-error",
-    "max-turns-reached",
-    "max-output-tokens-recovered",
-    "max-output-tokens-escalate-then-resume",
-    "prompt-too-long-reactive-compact",
-    "prompt-too-long-gives-up",
-    "permission-denied-write",
-    "pre-tool-hook-stops-the-loop",
-    "stop-hook-blocks-twice-then-allows",
-    "stop-hook-prevents-continuation",
-    "parallel-reads-then-serial-writes",
-)
 
 # Engine settings the CLI takes as flags; any other setting a scenario sets is reported unmapped.
 _FLAG_SETTINGS = ("model", "max_turns", "fallback_model")
@@ -157,19 +138,18 @@ class Row:
         return compare(self.engine, self.cli)
 
 
-# Library scenarios left out, and why; the page lists them.
-LEFT_OUT: dict[str, str] = {
-    "streaming-fallback-tombstones": (
-        "the connection drops right after the first text block's `content_block_stop`, and what the CLI "
-        "does next races with the drop: in eleven runs while this script was written it resent the same "
-        "streamed request nine times and twice kept the block and asked the model to resume. The page "
-        "would change from run to run. (The engine tombstones the block and resends without streaming.)"
-    ),
-    "thinking-signatures-across-tool-call": (
-        "it sets `thinking` with a budget, which the CLI takes from no flag (it sends its own thinking "
-        "settings per model)."
-    ),
-}
+def load_notes(path: Path = NOTES) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The hand-written notes: scenarios left out (name -> why), explanations of differences
+    (name -> why, and the classification), and the page's fixed text (``about``, ``every_row``)."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    texts = {key: str(document[key]) for key in ("about", "every_row")}
+    return dict(document.get("left_out") or {}), dict(document.get("explanations") or {}), texts
+
+
+LEFT_OUT, EXPLANATIONS, NOTES_TEXT = load_notes()
+# The library scenarios compared, in the page's order: one prompt each, faults and set-ups the
+# CLI meets through the HTTP API, its flags or a project settings file.
+SCENARIOS: tuple[str, ...] = tuple(yaml.safe_load(NOTES.read_text(encoding="utf-8"))["scenarios"])
 
 # --- pure comparison ---------------------------------------------------------------------------
 
@@ -333,16 +313,21 @@ def _bodies(fake: FakeModel) -> list[Json]:
     ]
 
 
-async def _engine_run(path: Path, scenario: Scenario) -> tuple[RunFacts, str]:
-    setup = resolve_setup(scenario=scenario, scenario_path=path)
+def _workspace_copy(source: Path | None, temp: str) -> Path:
+    workspace = Path(temp) / "workspace"
+    if source is not None and source.is_dir():
+        shutil.copytree(source, workspace)
+    else:
+        workspace.mkdir()
+    return workspace
+
+
+async def run_engine(scenario: Scenario, setup: SessionSetup) -> RunFacts:
+    """The engine's run of a scenario, set up as `replay record` sets it up."""
     spec = SessionSpec(prompts=setup.prompts, settings=setup.settings, options=setup.options)
     fake = FakeModel(scenario)
     with tempfile.TemporaryDirectory(prefix="conformance-engine-") as temp:
-        workspace = Path(temp) / "workspace"
-        if setup.workspace is not None:
-            shutil.copytree(setup.workspace, workspace)
-        else:
-            workspace.mkdir()
+        workspace = _workspace_copy(setup.workspace, temp)
         with FakeModelServer(fake) as server:
             run = await run_session(
                 spec,
@@ -354,15 +339,7 @@ async def _engine_run(path: Path, scenario: Scenario) -> tuple[RunFacts, str]:
             )
     result = run.results[-1]
     terminal = result.terminal_reason.value + (", is_error" if result.is_error else "")
-    facts = RunFacts(requests=request_facts(_bodies(fake)), terminal=terminal, exhausted=fake.exhausted is not None)
-    return facts, setup.settings.model
-
-
-def run_engine(path: Path) -> tuple[RunFacts, str, SessionOptions]:
-    """The engine's run of the scenario at ``path``, the model it asked for, and its options."""
-    scenario = load_scenario(path)
-    facts, model = asyncio.run(_engine_run(path, scenario))
-    return facts, model, resolve_setup(scenario=scenario, scenario_path=path).options
+    return RunFacts(requests=request_facts(_bodies(fake)), terminal=terminal, exhausted=fake.exhausted is not None)
 
 
 def run_cli(claude: Path, path: Path, invocation: CliInvocation) -> RunFacts:
@@ -371,12 +348,7 @@ def run_cli(claude: Path, path: Path, invocation: CliInvocation) -> RunFacts:
     scenario = load_scenario(path)
     fake = FakeModel(scenario)
     with tempfile.TemporaryDirectory(prefix="conformance-cli-") as temp:
-        workspace = Path(temp) / "workspace"
-        source = path.parent / "workspace"
-        if source.is_dir():
-            shutil.copytree(source, workspace)
-        else:
-            workspace.mkdir()
+        workspace = _workspace_copy(path.parent / "workspace", temp)
         if invocation.project_settings:
             (workspace / ".claude").mkdir(exist_ok=True)
             (workspace / ".claude" / "settings.json").write_text(
@@ -408,86 +380,13 @@ def compare_scenario(claude: Path, name: str) -> Row:
     scenario = load_scenario(path)
     if len(scenario.prompts) != 1:
         raise ValueError(f"{path}: the CLI takes one prompt per run, and this scenario has {len(scenario.prompts)}.")
-    engine, model, options = run_engine(path)
-    invocation = cli_invocation(scenario, options, model)
+    setup = resolve_setup(scenario=scenario, scenario_path=path)
+    engine = asyncio.run(run_engine(scenario, setup))
+    invocation = cli_invocation(scenario, setup.options, setup.settings.model)
     return Row(scenario=name, invocation=invocation, engine=engine, cli=run_cli(claude, path, invocation))
 
 
 # --- the page ----------------------------------------------------------------------------------
-
-# Why a scenario differs, as far as docs/claude-code.md and issue 15 explain it, and how the
-# difference is classified. Keyed by scenario; a differing scenario without an entry says so.
-EXPLANATIONS: dict[str, str] = {
-    "demo": (
-        "The scenario's Grep call gets an error result from the CLI: 2.1.328 offers no tool named Grep "
-        "(it searches through other tools), so the scripted call names a tool it does not have. The loop "
-        "itself is the same (three requests, tool results kept, completed). **Classification:** the "
-        "scenario speaks the engine's tool vocabulary; not a loop difference."
-    ),
-    "max-turns-reached": (
-        "The scripted Grep calls get error results from the CLI, which has no Grep tool (see demo); both "
-        "stop after two requests with `max_turns`. **Classification:** the scenario's tool vocabulary; "
-        "not a loop difference."
-    ),
-    "mid-stream-overloaded-event": (
-        "After an `overloaded_error` event in a 200 stream (one text delta received), the CLI sends the "
-        "same request again without streaming (docs/claude-code.md, Faults mid-answer); the engine "
-        "retries it streamed, counting the event as an overloaded error. **Classification:** the seeds' "
-        "loop and today's CLI differ. **Decision:** for the lead (an engine setting offering the CLI's "
-        "non-streamed resend, with a bundle, or no change). With more text before the error (five text "
-        "deltas; docs/claude-code.md) the CLI instead keeps the partial answer and asks the model to resume, "
-        "where the engine tombstones it and retries; no library scenario scripts that case yet, and issue 15 "
-        'proposes `mid_stream_recovery = "resume" | "retry"` with a bundle for each.'
-    ),
-    "parallel-reads-then-serial-writes": (
-        "The scripted Glob call gets an error result from the CLI: 2.1.328 offers no tool named Glob "
-        "(as for Grep in demo). The reads run in one batch and the writes follow, three requests, "
-        "completed, in both. **Classification:** the scenario's tool vocabulary; not a loop difference."
-    ),
-    "pre-tool-hook-stops-the-loop": (
-        "Both stop on the PreToolUse hook's `continue: false` after one request, with the same terminal "
-        "word; the engine's result sets is_error, the CLI's does not (`subtype` success). "
-        "**Classification:** not obvious: the engine may be wrong to call a hook's deliberate stop an "
-        "error, or the seeds' loop and today's CLI differ. **Decision:** for the lead."
-    ),
-    "stop-hook-prevents-continuation": (
-        "Both end `stop_hook_prevented` after one request; the engine's result sets is_error, the CLI's "
-        "does not (as for pre-tool-hook-stops-the-loop). **Classification:** not obvious (as there). "
-        "**Decision:** for the lead."
-    ),
-    "malformed-response-model-error": (
-        "After a malformed event the engine ends `model_error` on one request; the CLI sends the request "
-        "again without streaming, which this one-turn scenario does not answer (the fake model's 500), "
-        "so it ends `api_error`. **Classification:** the seeds' loop and today's CLI differ (the CLI "
-        "recovers from an unreadable stream by a non-streamed resend). **Decision:** for the lead."
-    ),
-    "max-output-tokens-recovered": (
-        "The engine withholds the first cut answer and resends at 64,000 (`max_output_tokens_escalate`), "
-        "then resumes once with a meta user message; the CLI keeps 32,000 and resumes after each cut "
-        "(docs/claude-code.md; issue 15). **Classification:** the seeds' loop and today's CLI differ. "
-        "The engine has settings for both halves (`max_output_tokens_escalation`, `max_output_tokens`); "
-        "whether they reproduce the CLI's requests is not checked here. **Decision:** for the lead."
-    ),
-    "max-output-tokens-escalate-then-resume": (
-        "The engine escalates 8,000 → 64,000 and then resumes three times (five requests), and ends "
-        "`completed` with is_error; the CLI keeps 32,000, resumes three times (four requests) and ends "
-        "`api_error` (its result names the output limit). **Classification:** the seeds' loop and "
-        "today's CLI differ (issue 15's first observation, confirmed). **Decision:** for the lead: the "
-        "request shape is available through existing settings; the terminal word is not."
-    ),
-    "prompt-too-long-reactive-compact": (
-        "On a 400 `prompt is too long` for the first request, the CLI does not compact a single-exchange "
-        "conversation and ends `prompt_too_long` after one request; the engine sends a summary request, "
-        "retries on the compacted history and completes (issue 15). **Classification:** the seeds' loop "
-        "and today's CLI differ. **Decision:** for the lead."
-    ),
-    "prompt-too-long-gives-up": (
-        "The CLI ends `prompt_too_long` after the first request, as above; the engine compacts once, "
-        "meets the error again and ends `prompt_too_long` after three requests. Same terminal, different "
-        "requests. **Classification:** the seeds' loop and today's CLI differ (the same difference as "
-        "prompt-too-long-reactive-compact). **Decision:** for the lead."
-    ),
-}
 
 
 def render_page(rows: Sequence[Row], *, date: datetime.date) -> str:
@@ -502,26 +401,7 @@ def render_page(rows: Sequence[Row], *, date: datetime.date) -> str:
         "python scripts/conformance.py --write docs/conformance.md",
         "```",
         "",
-        "Each library scenario below runs twice against the fake model on loopback: through this engine",
-        "(as `replay record` runs it: its prompts, settings and session options) and through the pinned",
-        "CLI (`claude -p` with the scenario's prompt, in a temp copy of its workspace, an empty `HOME`,",
-        "`--permission-mode bypassPermissions` since the engine's library sessions allow every tool a rule",
-        "does not deny). The page holds facts only: nothing the CLI sent is kept.",
-        "",
-        "How to read a row:",
-        "",
-        "- **requests**: how many `/v1/messages` requests, and what each added to the one before, read",
-        "  from the shape of its messages: `prompt` (the first), `resend` (the same messages again: a",
-        "  retry, a fallback, an escalation), `tool results` (the answer kept, then tool results; errors",
-        "  counted), `user text after the answer` (the answer kept, then a user text: a resume after a",
-        "  cut, a Stop hook's feedback), `summary request` and `compacted history` (a compaction),",
-        "  `not streamed` when the request did not stream.",
-        "- **max_tokens**: the model and `max_tokens` of each request, in order. The first request's",
-        "  limit always differs (difference 1) and is left out of the verdict; a change between requests",
-        "  is compared.",
-        "- **terminal**: the engine's terminal reason; the CLI's `terminal_reason`. `is_error` is added",
-        "  when the result says so.",
-        "- **verdict**: `same`, or the aspects that differ.",
+        *NOTES_TEXT["about"].rstrip("\n").split("\n"),
         "",
         "| scenario | CLI run as | requests: engine | requests: CLI | max_tokens: engine | max_tokens: CLI "
         "| terminal: engine | terminal: CLI | verdict |",
@@ -558,11 +438,7 @@ def render_page(rows: Sequence[Row], *, date: datetime.date) -> str:
         "",
         "## Differences",
         "",
-        "1. **The first request's `max_tokens`, every row.** The engine asks for 8,000 (its capped default,",
-        "   raised to 64,000 after a cut); the CLI 32,000 on `claude-sonnet-4-6` (128,000 on its default",
-        "   model; docs/claude-code.md). The clients also offer different tools (the engine 6, the CLI",
-        "   12, with different names). **Classification:** the seeds' loop and today's CLI differ.",
-        "   **Decision:** for the lead (`max_output_tokens` already sets the engine's limit).",
+        *NOTES_TEXT["every_row"].rstrip("\n").split("\n"),
     ]
     number = 2
     for row in rows:
