@@ -417,7 +417,7 @@ def render_page(rows: Sequence[Row], *, date: datetime.date) -> str:
     same = sum(1 for row in rows if not row.differences())
     lines += [
         "",
-        f"{len(rows)} scenarios; {same} the same, {len(rows) - same} different.",
+        f"{len(rows)} scenario{'' if len(rows) == 1 else 's'}; {same} the same, {len(rows) - same} different.",
         "",
         "## What the CLI run could not carry",
         "",

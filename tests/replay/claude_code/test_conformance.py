@@ -4,6 +4,7 @@ the real pinned CLI. Nothing the CLI sends is kept beyond the test's temp folder
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import sys
 from pathlib import Path
@@ -216,3 +217,32 @@ def test_more_requests_of_the_same_kind_differ_in_requests_alone() -> None:
     cli = run([request(PROMPT), request(PROMPT), request(PROMPT, CALL, FAILED_RESULT)])
 
     assert conformance.compare(engine, cli) == ("requests",)
+
+
+def test_the_notes_name_library_scenarios_of_one_prompt_each() -> None:
+    for name in conformance.SCENARIOS:
+        assert len(load_scenario(ROOT / "cassettes" / name / "scenario.yaml").prompts) == 1, name
+    assert len(conformance.SCENARIOS) >= 10
+    assert set(conformance.EXPLANATIONS) <= set(conformance.SCENARIOS)
+    assert not set(conformance.LEFT_OUT) & set(conformance.SCENARIOS)
+    assert all((ROOT / "cassettes" / name).is_dir() for name in conformance.LEFT_OUT)
+
+
+def test_a_difference_without_an_explanation_is_left_to_the_lead() -> None:
+    scenario = load_scenario(ROOT / "cassettes" / "retry-after-rate-limit" / "scenario.yaml")
+    row = conformance.Row(
+        scenario="retry-after-rate-limit",
+        invocation=conformance.cli_invocation(scenario, SessionOptions(), "claude-sonnet-4-6"),
+        engine=run([request(PROMPT), request(PROMPT)]),
+        cli=run([request(PROMPT)], "api_error, is_error"),
+    )
+
+    page = conformance.render_page([row], date=datetime.date(2026, 12, 1))
+
+    assert "generated on 2026-12-01" in page
+    assert "1 scenario; 0 the same, 1 different." in page
+    assert (
+        "2. **retry-after-rate-limit** (requests, terminal): engine 2: prompt → resend, max_tokens "
+        "claude-sonnet-4-6 8,000 ×2, terminal completed; CLI 1: prompt, max_tokens claude-sonnet-4-6 8,000, "
+        "terminal api_error, is_error.\n   Not explained yet. **Classification and decision:** for the lead."
+    ) in page
