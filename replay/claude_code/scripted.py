@@ -23,9 +23,13 @@ from replay.fake.model import FakeModel, ReceivedRequest
 from replay.fake.scenario import Scenario
 from replay.fake.server import FakeModelServer
 
-__all__ = ["ClaudeCodeRun", "RequestSummary", "ToolResult", "prepare_workspace", "run_scenario"]
+__all__ = ["ClaudeCodeRun", "RequestSummary", "ToolResult", "WorkspaceError", "prepare_workspace", "run_scenario"]
 
 _MESSAGES_ROUTE = "/v1/messages"
+
+
+class WorkspaceError(ValueError):
+    """The workspace to copy is not a folder; the message says so in one sentence."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +129,7 @@ def prepare_workspace(
     ``CLAUDE.md``."""
     if source is not None:
         if not source.is_dir():
-            raise ValueError(f"The workspace {source} is not a folder.")
+            raise WorkspaceError(f"The workspace {source} is not a folder.")
         shutil.copytree(source, target, symlinks=True)
     else:
         target.mkdir(parents=True)

@@ -25,8 +25,9 @@ recording. So the plugin runs under ``pytest -n auto``. The guide is docs/pytest
 Its parts: the options, the marker and where a name points (`options`), how the test went, for
 the checks at teardown (`outcome`), SDK clients served from a cassette (`sdk_clients`),
 ``replay_engine`` (`cassette_engine`), ``replay_bundle`` (`bundle_replay`), ``replay_proxy``
-(`proxy_fixture`), ``claude_code`` (`claude_code_fixture`) and the guard against the network (``replay.network_guard``). pytest registers the
-hooks and fixtures it finds as attributes of this module, so each is imported here.
+(`proxy_fixture`), ``claude_code`` (`claude_code_fixture`) and the guard against the network
+(``replay.network_guard``). pytest registers the hooks and fixtures it finds as attributes of this
+module, so each is imported here.
 """
 
 from __future__ import annotations

@@ -64,31 +64,25 @@ class ClaudeCodeRunner:
         of ``workspace`` (a folder; an empty one by default), with ``settings`` as its
         ``.claude/settings.json`` and ``claude_md`` as its ``CLAUDE.md`` when given."""
         from replay.claude_code.run import ClaudeCodeRunError, PermissionMode
-        from replay.claude_code.scripted import prepare_workspace, run_scenario
+        from replay.claude_code.scripted import WorkspaceError, prepare_workspace, run_scenario
         from replay.fake.scenario import Scenario, ScenarioError, load_scenario
 
         if isinstance(self._binary, str):
             pytest.fail(self._binary, pytrace=False)
-        if isinstance(scenario, Scenario):
-            script = scenario
-        else:
-            try:
-                script = load_scenario(self._test_folder / scenario)
-            except ScenarioError as error:
-                pytest.fail(str(error), pytrace=False)
-        folder = self._tmp_path / "claude_code" / f"run-{len(self.runs) + 1}"
+        mode = None if permission_mode is None else PermissionMode(permission_mode)
+        # Each failure is one sentence, failed outside the except block (no chained traceback).
+        failure: str | None = None
         try:
+            script = scenario if isinstance(scenario, Scenario) else load_scenario(self._test_folder / scenario)
+            folder = self._tmp_path / "claude_code" / f"run-{len(self.runs) + 1}"
             copied = prepare_workspace(
                 folder / "workspace",
                 source=None if workspace is None else self._test_folder / workspace,
                 settings=settings,
                 claude_md=claude_md,
             )
-        except ValueError as error:
-            pytest.fail(str(error), pytrace=False)
-        home = folder / "home"
-        home.mkdir()
-        try:
+            home = folder / "home"
+            home.mkdir()
             done = run_scenario(
                 self._binary,
                 prompt,
@@ -97,14 +91,16 @@ class ClaudeCodeRunner:
                 home=home,
                 model=model,
                 max_turns=max_turns,
-                permission_mode=None if permission_mode is None else PermissionMode(permission_mode),
+                permission_mode=mode,
                 allowed_tools=allowed_tools,
                 args=args,
                 env=env,
                 timeout=timeout,
             )
-        except ClaudeCodeRunError as error:
-            pytest.fail(str(error), pytrace=False)
+        except (ScenarioError, WorkspaceError, ClaudeCodeRunError) as error:
+            failure = str(error)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
         self.runs.append(done)
         return done
 

@@ -56,14 +56,7 @@ def test_the_page_has_the_five_examples_each_with_a_test_and_a_scenario() -> Non
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[example.title for example in EXAMPLES])
-def test_the_example_passes_as_listed(
-    example: Example, project: pytest.Pytester, claude_code_binary: Path | str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if isinstance(claude_code_binary, str):
-        pytest.fail(claude_code_binary, pytrace=False)
-    if claude_code_binary.parent.parent.name == "@anthropic-ai":
-        # pytester gives the project its own HOME: point it at this session's cache.
-        monkeypatch.setenv("REPLAY_CLAUDE_CODE_CACHE", str(claude_code_binary.parents[4]))
+def test_the_example_passes_as_listed(example: Example, project: pytest.Pytester, claude_code_cache: Path) -> None:
     for path, text in example.files.items():
         target = project.path / path
         target.parent.mkdir(parents=True, exist_ok=True)
