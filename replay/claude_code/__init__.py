@@ -1,9 +1,11 @@
 """The real Claude Code CLI as a client of the harness: finding it or installing a pinned version
-from npm into a cache (`install`), and running it once, isolated and offline, against a model
-URL such as the fake model's loopback server (`run`).
+from npm into a cache (`install`), running it once, isolated and offline, against a model
+URL such as the fake model's loopback server (`run`), and running it against a scenario in a
+copy of a workspace, with the requests it sent and their summary (`scripted`, behind the pytest
+plugin's ``claude_code`` fixture).
 
-May import: `replay.storage` and the layers below it (and the foundation modules); it sits
-beside `replay.session`, since what drives it starts fake model servers.
+May import: `replay.fake`, `replay.storage` and the layers below them (and the foundation
+modules); it sits beside `replay.session`, since it starts fake model servers.
 """
 
 from __future__ import annotations
@@ -23,5 +25,11 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "PermissionMode": "run",
         "claude_environment": "run",
         "run_claude": "run",
+        "ClaudeCodeRun": "scripted",
+        "RequestSummary": "scripted",
+        "ToolResult": "scripted",
+        "WorkspaceError": "scripted",
+        "prepare_workspace": "scripted",
+        "run_scenario": "scripted",
     },
 )

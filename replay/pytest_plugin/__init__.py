@@ -14,7 +14,8 @@ the loop did.
   ``replay_engine`` (a ``CassetteEngine``), ``replay_bundle`` (an async factory giving a
   ``ReplayedBundle``), ``trace_snapshot`` (syrupy's ``snapshot`` writing ``.trace.txt`` files),
   ``replay_record_mode``, ``replay_proxy`` (``replay proxy`` for the test: its base URL; it
-  records through ``replay_proxy_upstream``).
+  records through ``replay_proxy_upstream``), ``claude_code`` (the pinned Claude Code CLI run
+  against a scenario on loopback, in a copy of a workspace; docs/claude-code.md).
 - A test that uses any of them (or carries the marker) may connect to loopback only, unless it
   records.
 
@@ -24,8 +25,9 @@ recording. So the plugin runs under ``pytest -n auto``. The guide is docs/pytest
 Its parts: the options, the marker and where a name points (`options`), how the test went, for
 the checks at teardown (`outcome`), SDK clients served from a cassette (`sdk_clients`),
 ``replay_engine`` (`cassette_engine`), ``replay_bundle`` (`bundle_replay`), ``replay_proxy``
-(`proxy_fixture`) and the guard against the network (``replay.network_guard``). pytest registers the
-hooks and fixtures it finds as attributes of this module, so each is imported here.
+(`proxy_fixture`), ``claude_code`` (`claude_code_fixture`) and the guard against the network
+(``replay.network_guard``). pytest registers the hooks and fixtures it finds as attributes of this
+module, so each is imported here.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from replay.pytest_plugin.bundle_replay import ReplayedBundle
 from replay.pytest_plugin.bundle_replay import replay_bundle as replay_bundle
 from replay.pytest_plugin.cassette_engine import CassetteEngine
 from replay.pytest_plugin.cassette_engine import replay_engine as replay_engine
+from replay.pytest_plugin.claude_code_fixture import ClaudeCodeRunner
+from replay.pytest_plugin.claude_code_fixture import claude_code as claude_code
+from replay.pytest_plugin.claude_code_fixture import claude_code_binary as claude_code_binary
 from replay.pytest_plugin.options import MARKER, CassetteLocation, MarkerArguments, PluginOptions, locate_cassette
 from replay.pytest_plugin.options import pytest_addoption as pytest_addoption
 from replay.pytest_plugin.options import pytest_configure as pytest_configure
@@ -67,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CassetteEngine",
     "CassetteLocation",
+    "ClaudeCodeRunner",
     "NetworkGuard",
     "ReplayedBundle",
     "ServedCassette",
@@ -78,7 +84,7 @@ __all__ = [
 # -- the network guard ------------------------------------------------------------------------
 
 
-_PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle", "replay_proxy"})
+_PLUGIN_FIXTURES = frozenset({"replay_engine", "replay_bundle", "replay_proxy", "claude_code"})
 
 
 @pytest.fixture(autouse=True)

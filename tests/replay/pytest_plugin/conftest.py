@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -22,3 +23,14 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
             monkeypatch.delenv(name)
     pytester.makefile(".ini", pytest=INI)
     return pytester
+
+
+@pytest.fixture
+def claude_code_cache(claude_code_binary: Path | str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This session's pinned Claude Code, for a project's pytest run: pytester gives the project a
+    HOME of its own, so the cache the binary came from is named for it."""
+    if isinstance(claude_code_binary, str):
+        pytest.fail(claude_code_binary, pytrace=False)
+    if claude_code_binary.parent.parent.name == "@anthropic-ai":  # <cache>/<version>/node_modules/...
+        monkeypatch.setenv("REPLAY_CLAUDE_CODE_CACHE", str(claude_code_binary.parents[4]))
+    return claude_code_binary
