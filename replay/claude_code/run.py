@@ -20,11 +20,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 __all__ = [
     "ClaudeCodeResult",
     "ClaudeCodeRunError",
+    "ClaudeRunOptions",
     "PermissionDenial",
     "PermissionMode",
     "claude_environment",
@@ -35,6 +36,20 @@ DEFAULT_TIMEOUT: Final = 120.0
 # Variables a run inherits from the caller: enough to find programs and to run hooks in a
 # language of the user's choice, nothing that configures Claude Code or the API.
 _INHERITED: Final = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
+
+
+class ClaudeRunOptions(TypedDict, total=False):
+    """`run_claude`'s options beside the prompt, the model's URL and the workspace, for callers
+    that pass them on (`replay.claude_code.scripted.run_scenario`)."""
+
+    home: Path | None
+    model: str | None
+    max_turns: int | None
+    permission_mode: PermissionMode | None
+    allowed_tools: Sequence[str]
+    args: Sequence[str]
+    env: Mapping[str, str] | None
+    timeout: float
 
 
 class PermissionMode(StrEnum):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-from replay.claude_code.run import DEFAULT_TIMEOUT, ClaudeCodeResult, PermissionMode, run_claude
+from replay.claude_code.run import ClaudeCodeResult, ClaudeRunOptions, run_claude
 from replay.fake.blocks import RequestPurpose
 from replay.fake.matching import purpose_of
 from replay.fake.model import FakeModel, ReceivedRequest
@@ -142,37 +142,13 @@ def prepare_workspace(
 
 
 def run_scenario(
-    claude: Path,
-    prompt: str,
-    scenario: Scenario,
-    *,
-    workspace: Path,
-    home: Path | None = None,
-    model: str | None = None,
-    max_turns: int | None = None,
-    permission_mode: PermissionMode | None = None,
-    allowed_tools: Sequence[str] = (),
-    args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    claude: Path, prompt: str, scenario: Scenario, *, workspace: Path, **options: Unpack[ClaudeRunOptions]
 ) -> ClaudeCodeRun:
-    """Serve ``scenario`` on loopback and run ``claude -p PROMPT`` in ``workspace`` against it."""
+    """Serve ``scenario`` on loopback and run ``claude -p PROMPT`` in ``workspace`` against it,
+    with `run_claude`'s ``options``."""
     fake = FakeModel(scenario)
     with FakeModelServer(fake) as server:
-        result = run_claude(
-            claude,
-            prompt,
-            base_url=server.url,
-            workspace=workspace,
-            home=home,
-            model=model,
-            max_turns=max_turns,
-            permission_mode=permission_mode,
-            allowed_tools=allowed_tools,
-            args=args,
-            env=env,
-            timeout=timeout,
-        )
+        result = run_claude(claude, prompt, base_url=server.url, workspace=workspace, **options)
     requests = tuple(fake.requests)
     summary = tuple(
         RequestSummary.of(request.json)
