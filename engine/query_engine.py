@@ -58,6 +58,11 @@ class ResultSubtype(StrEnum):
     ERROR_DURING_EXECUTION = "error_during_execution"
 
 
+# A hook that stops the loop on purpose ends it as its author asked: a success whose
+# terminal_reason says why, as Claude Code's own result reports it, not an error.
+_SUCCESSFUL_ENDS = frozenset({Terminal.COMPLETED, Terminal.HOOK_STOPPED, Terminal.STOP_HOOK_PREVENTED})
+
+
 @dataclass(frozen=True, kw_only=True)
 class QueryResult:
     """The last thing ``submit_message`` yields: how the turn ended and what it cost."""
@@ -311,7 +316,7 @@ class QueryEngine:
         usage = tally.usage
         if end.terminal is Terminal.MAX_TURNS:
             subtype = ResultSubtype.ERROR_MAX_TURNS
-        elif end.terminal is Terminal.COMPLETED and end.error is None:
+        elif end.terminal in _SUCCESSFUL_ENDS and end.error is None:
             subtype = ResultSubtype.SUCCESS
         else:
             subtype = ResultSubtype.ERROR_DURING_EXECUTION

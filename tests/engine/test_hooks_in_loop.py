@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine import EngineSettings, Terminal, TraceKind
+from engine import EngineSettings, ResultSubtype, Terminal, TraceKind
 from engine.hooks import CommandHook, Hooks
 from tests.engine.conftest import make_session
 
@@ -67,6 +67,9 @@ async def test_a_stop_hook_answering_continue_false_prevents_continuation(tmp_pa
     session = make_session(tmp_path, [DONE], hooks=Hooks(stop=[hook]))
     result = await session.submit("go")
     assert result.terminal_reason is Terminal.STOP_HOOK_PREVENTED
+    # The hook's author asked for the stop: a success that says why, not an error.
+    assert not result.is_error and result.subtype is ResultSubtype.SUCCESS
+    assert result.result == "Done."
 
 
 async def test_a_pre_tool_command_hook_exiting_2_denies_the_call(tmp_path: Path) -> None:
@@ -84,6 +87,7 @@ async def test_a_pre_tool_command_hook_can_stop_the_loop(tmp_path: Path) -> None
     session = make_session(tmp_path, [WRITE, DONE], hooks=Hooks(pre_tool_use=[hook]))
     result = await session.submit("go")
     assert result.terminal_reason is Terminal.HOOK_STOPPED
+    assert not result.is_error and result.subtype is ResultSubtype.SUCCESS
 
 
 async def test_a_pre_tool_hook_that_hangs_times_out_and_the_tool_still_runs(tmp_path: Path) -> None:
