@@ -36,9 +36,12 @@ from engine.token_budget import BudgetDecision
 
 __all__ = ["MAX_OUTPUT_TOKENS_RECOVERY_TEXT", "NextStep", "finish_without_tools"]
 
+# The project's own words: go on exactly where the cut fell, without apology or recap, and split
+# what is left into smaller pieces so the next answer fits.
 MAX_OUTPUT_TOKENS_RECOVERY_TEXT = (
-    "Output token limit hit. Resume directly — no apology, no recap of what you were doing. "
-    "Pick up mid-thought if that is where the cut happened. Break the remaining work into smaller pieces."
+    "Your previous answer stopped at the output limit. Carry on from the exact point where it was cut, "
+    "even mid-sentence, without apologising or repeating what you already wrote. "
+    "If much remains, do it in smaller steps."
 )
 
 
