@@ -59,8 +59,12 @@ Json = dict[str, Any]
 CLI_TIMEOUT = 300.0
 
 
-# Engine settings the CLI takes as flags; any other setting a scenario sets is reported unmapped.
+# Engine settings the CLI takes as flags; any other setting a scenario sets is reported unmapped,
+# unless its value is one of _CLI_BEHAVIOUR_SETTINGS.
 _FLAG_SETTINGS = ("model", "max_turns", "fallback_model")
+# Engine settings whose value here makes the engine do what the CLI does by itself: the CLI needs no
+# flag for them (the bundles that show the CLI's behaviour as an engine setting).
+_CLI_BEHAVIOUR_SETTINGS: dict[str, object] = {"max_output_tokens_escalation": False}
 # The engine's hook events and the CLI's names for them.
 _HOOK_EVENTS = {"pre_tool_use": "PreToolUse", "post_tool_use": "PostToolUse", "stop": "Stop"}
 
@@ -140,9 +144,11 @@ class Row:
 
 def load_notes(path: Path = NOTES) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """The hand-written notes: scenarios left out (name -> why), explanations of differences
-    (name -> why, and the classification), and the page's fixed text (``about``, ``every_row``)."""
+    (name -> why, and the classification), and the page's fixed text (``about``, ``every_row``,
+    and ``fixed``: the differences this comparison found that the engine no longer has)."""
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     texts = {key: str(document[key]) for key in ("about", "every_row")}
+    texts["fixed"] = str(document.get("fixed") or "")
     return dict(document.get("left_out") or {}), dict(document.get("explanations") or {}), texts
 
 
@@ -277,7 +283,11 @@ def cli_invocation(scenario: Scenario, options: SessionOptions, model: str) -> C
     if settings.get("fallback_model"):
         args += ["--fallback-model", str(settings["fallback_model"])]
     max_turns = settings.get("max_turns")
-    unmapped = [f"setting `{key}`" for key in sorted(settings) if key not in _FLAG_SETTINGS]
+    unmapped = [
+        f"setting `{key}`"
+        for key, value in sorted(settings.items())
+        if key not in _FLAG_SETTINGS and (key not in _CLI_BEHAVIOUR_SETTINGS or _CLI_BEHAVIOUR_SETTINGS[key] != value)
+    ]
     project: Json = {}
     hooks: Json = {}
     for event, entries in sorted(options.hooks.items()):
@@ -460,6 +470,8 @@ def render_page(rows: Sequence[Row], *, date: datetime.date) -> str:
             f"   {explanation}",
         ]
         number += 1
+    if NOTES_TEXT["fixed"].strip():
+        lines += ["", "## Fixed in the engine", "", *NOTES_TEXT["fixed"].rstrip("\n").split("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ the real pinned CLI. Nothing the CLI sends is kept beyond the test's temp folder
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.util
 import sys
@@ -246,3 +247,31 @@ def test_a_difference_without_an_explanation_is_left_to_the_lead() -> None:
         "claude-sonnet-4-6 8,000 ×2, terminal completed; CLI 1: prompt, max_tokens claude-sonnet-4-6 8,000, "
         "terminal api_error, is_error.\n   Not explained yet. **Classification and decision:** for the lead."
     ) in page
+
+
+def test_a_setting_that_asks_for_the_clis_own_behaviour_needs_no_flag() -> None:
+    scenario = load_scenario(ROOT / "cassettes" / "max-output-tokens-resumed-without-escalation" / "scenario.yaml")
+    assert scenario.settings == {"max_output_tokens_escalation": False}
+
+    assert conformance.cli_invocation(scenario, SessionOptions(), "claude-sonnet-4-6").unmapped == ()
+    escalating = dataclasses.replace(scenario, settings={"max_output_tokens_escalation": True})
+    assert conformance.cli_invocation(escalating, SessionOptions(), "claude-sonnet-4-6").unmapped == (
+        "setting `max_output_tokens_escalation`",
+    )
+
+
+# Where the engine was changed to match the CLI, or offers the CLI's behaviour as a setting, the
+# pinned CLI and the engine now agree on everything but what is named here.
+AGREEMENTS = {
+    "pre-tool-hook-stops-the-loop": (),
+    "stop-hook-prevents-continuation": (),
+    # Same requests and limits; the CLI names the end api_error, the engine completed (both is_error).
+    "max-output-tokens-resumed-without-escalation": ("terminal",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGREEMENTS))
+def test_the_engine_and_the_pinned_cli_agree_where_the_engine_follows_the_cli(claude: Path, name: str) -> None:
+    row = conformance.compare_scenario(claude, name)
+
+    assert row.differences() == AGREEMENTS[name], (row.engine, row.cli)
