@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from replay.cassette.interaction import BodyKind, Interaction, SseEvent
 
-__all__ = ["path_replacements", "replace_paths"]
+__all__ = ["Replacements", "folder_replacements", "path_replacements", "replace_paths"]
 
 Replacements = Sequence[tuple[str, str]]
 
@@ -25,10 +25,15 @@ Replacements = Sequence[tuple[str, str]]
 def path_replacements(*, workspace: Path | None, session_dir: Path | None) -> list[tuple[str, str]]:
     """(path, placeholder) pairs for the folders a session ran in, longest first, each also in
     its resolved and JSON-escaped forms."""
+    folders = {"<workspace>": workspace, "<session>": session_dir}
+    return folder_replacements({placeholder: path for placeholder, path in folders.items() if path is not None})
+
+
+def folder_replacements(folders: Mapping[str, Path]) -> list[tuple[str, str]]:
+    """(path, placeholder) pairs for ``folders`` (placeholder -> path), longest first, each also
+    in its resolved and JSON-escaped forms."""
     pairs: set[tuple[str, str]] = set()
-    for path, placeholder in ((workspace, "<workspace>"), (session_dir, "<session>")):
-        if path is None:
-            continue
+    for placeholder, path in folders.items():
         for variant in {str(path), os.path.realpath(path)}:
             pairs.add((variant, placeholder))
             pairs.add((json.dumps(variant)[1:-1], placeholder))

@@ -35,6 +35,7 @@ from replay.cassette.fingerprints import (
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
 from replay.cassette.scrub import scrub_bytes
+from replay.cassette.tool_result_order import tool_results_by_id
 
 __all__ = [
     "CONNECTION_FAILED_MESSAGE",
@@ -114,8 +115,12 @@ class CassettePlayer:
         # the pytest plugin, names its own command).
         self.rerecord_hint = RERECORD_HINT
         self._normalizer = normalizer or Normalizer()
+        recorded_normalizer = recorded_normalizer or Normalizer()
+        self._recorded_normalizer = recorded_normalizer
+        # Recorded requests by fingerprint with their tool results in id order, built at the
+        # first request that misses (see tool_result_order).
+        self._by_results_order: dict[str, list[_Recorded]] | None = None
         if fingerprints is None:
-            recorded_normalizer = recorded_normalizer or Normalizer()
             fingerprints = [
                 fingerprint(i.request.method, i.request.path, i.request.body, normalizer=recorded_normalizer)
                 for i in interactions
@@ -143,6 +148,7 @@ class CassettePlayer:
             cassette.interactions,
             name=str(cassette.path) if cassette.path else "<cassette>",
             fingerprints=cassette.fingerprints(),
+            recorded_normalizer=cassette.normalizer(),
             normalizer=Normalizer.for_paths(workspace=workspace, session_dir=session_dir),
             strict=strict,
         )
@@ -155,14 +161,32 @@ class CassettePlayer:
         key, body_seen = fingerprint_with_body(method, path, parsed, normalizer=self._normalizer)
         queue = self._queues.get(key)
         at = self.clock() if self.clock is not None else None
-        if not queue:
+        recorded = queue.popleft() if queue else self._in_another_results_order(method, path, parsed)
+        if recorded is None:
             self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at, answered=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
-        recorded = queue.popleft()
         answered = recorded.interaction.response.began
         self.log.append(LoggedRequest(path, key, body=body_seen, at=at, answered=answered))
         self._played[recorded.index] = True
         return recorded.interaction
+
+    def _in_another_results_order(self, method: str, path: str, body: Any) -> _Recorded | None:
+        """The first unplayed recorded request that asks the same as this one but for the order of
+        its tool results (taken from its fingerprint's queue too), or None."""
+        if self._by_results_order is None:
+            self._by_results_order = {}
+            for recorded in self._recorded:
+                request = recorded.interaction.request
+                in_order = tool_results_by_id(request.body)
+                if in_order is not request.body:
+                    key = fingerprint(request.method, request.path, in_order, normalizer=self._recorded_normalizer)
+                    self._by_results_order.setdefault(key, []).append(recorded)
+        key = fingerprint(method, path, tool_results_by_id(body), normalizer=self._normalizer)
+        for recorded in self._by_results_order.get(key, ()):
+            if not self._played[recorded.index]:
+                self._queues[recorded.fingerprint].remove(recorded)
+                return recorded
+        return None
 
     def fingerprint_of(self, method: str, path: str, body: bytes) -> str:
         """The fingerprint this player gives a live request."""

@@ -15,6 +15,10 @@ the upstream (the real API, or a fake model server) and records it.
   message is the player's diagnosis (nearest recorded requests, where they differ, how to
   re-record), and logs it.
 - Every request is one log line: fingerprint, method, path, outcome, status, milliseconds.
+- Given the folders its client runs in (``folders``: placeholder -> path, e.g. the workspace as
+  ``<workspace>``), it matches as if those paths were their placeholders, saves the placeholders
+  in what it records, and puts this run's paths back into what it plays: a client that runs in a
+  new temp folder each time replays a session recorded in another.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
@@ -45,7 +49,8 @@ from replay.cassette import (
     parse_record_mode,
     save_cassette,
 )
-from replay.cassette.fingerprints import parse_body
+from replay.cassette.fingerprints import Normalizer, parse_body
+from replay.cassette.placeholders import Replacements, folder_replacements, replace_paths
 from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.transport import RERECORD_HINT
@@ -91,6 +96,8 @@ class ProxyRequest:
     outcome: ProxyOutcome
     status: int  # 0: no response (a recorded connection failure, or the upstream unreachable)
     milliseconds: float
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    body: bytes = field(default=b"", repr=False)
 
     def line(self) -> str:
         """``3f2a9c1b7d4e POST /v1/messages recorded 200 41 ms``."""
@@ -114,6 +121,8 @@ class CassetteProxy(HttpServer):
         port: int = 0,
         on_log: Callable[[str], None] | None = None,
         on_divergence: DivergenceHook | None = None,
+        folders: Mapping[str, Path] | None = None,
+        aliases: Sequence[tuple[str, str]] = (),
     ) -> None:
         super().__init__(host=host, port=port)
         if not is_loopback(host):
@@ -128,6 +137,11 @@ class CassetteProxy(HttpServer):
         self.mode = parse_record_mode(mode)
         self.upstream = upstream.rstrip("/")
         self.on_log = on_log
+        # The client's folders (placeholder -> path) and other spellings of them (text ->
+        # placeholder): recorded as placeholders, matched as placeholders, played back as paths.
+        self._replacements: Replacements = _replacements(folders or {}, aliases)
+        self._restorations: Replacements = [(placeholder, str(path)) for placeholder, path in (folders or {}).items()]
+        self._normalizer = Normalizer(tuple(self._replacements))
         self.requests: list[ProxyRequest] = []
         """Every request answered, in order (what the log lines say)."""
         self.misses: list[str] = []
@@ -147,9 +161,15 @@ class CassetteProxy(HttpServer):
         if exists and self.mode not in _AFRESH:
             self._kept = load_cassette(self.cassette_path)
         if self.mode is RecordMode.REWRITE:
-            self.rewrite = CassetteRewrite(self._kept, on_divergence=on_divergence)
+            self.rewrite = CassetteRewrite(self._kept, normalizer=self._normalizer, on_divergence=on_divergence)
         elif self._kept is not None:
-            self.player = CassettePlayer.from_cassette(self._kept)
+            self.player = CassettePlayer(
+                self._kept.interactions,
+                name=str(self.cassette_path),
+                fingerprints=self._kept.fingerprints(),
+                recorded_normalizer=self._kept.normalizer(),
+                normalizer=self._normalizer,
+            )
         self.recording = self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE) or not exists
         """Whether requests the cassette lacks are forwarded and recorded."""
         self.recorded: list[Interaction] = []
@@ -161,7 +181,9 @@ class CassetteProxy(HttpServer):
 
     async def handle(self, request: Request, response: ResponseWriter) -> None:
         started = time.monotonic()
-        key = fingerprint(request.method, request.path, parse_body(scrub_bytes(request.body)))
+        key = fingerprint(
+            request.method, request.path, parse_body(scrub_bytes(request.body)), normalizer=self._normalizer
+        )
         outcome = ProxyOutcome.RECORDED
 
         def log_request() -> None:
@@ -174,6 +196,8 @@ class CassetteProxy(HttpServer):
                 outcome=outcome,
                 status=response.status or 0,
                 milliseconds=(time.monotonic() - started) * 1000,
+                headers=dict(request.headers),
+                body=request.body,
             )
             self.requests.append(entry)
             logger.info("%s", entry.line())
@@ -186,7 +210,7 @@ class CassetteProxy(HttpServer):
                 kept = self.rewrite.answer(request.method, request.path, request.body, key=key)
                 if kept is not None:
                     outcome = ProxyOutcome.MATCH
-                    await play(response, kept.response)
+                    await play(response, replace_paths(kept, self._restorations).response)
                     return
             elif self.player is not None:
                 try:
@@ -198,7 +222,7 @@ class CassetteProxy(HttpServer):
                         return
                 else:
                     outcome = ProxyOutcome.MATCH
-                    await play(response, interaction.response)
+                    await play(response, replace_paths(interaction, self._restorations).response)
                     return
             await self._forward(request, response)
         finally:
@@ -316,7 +340,7 @@ class CassetteProxy(HttpServer):
             if self.on_log is not None:
                 self.on_log(f"Not recorded: {exc}")
             return
-        self.recorded.append(interaction)
+        self.recorded.append(replace_paths(interaction, self._replacements))
         async with self._save_lock:
             try:
                 await asyncio.to_thread(self.save)
@@ -352,3 +376,9 @@ class CassetteProxy(HttpServer):
         if self._unsaved:
             async with self._save_lock:
                 await asyncio.to_thread(self.save)  # a failure here reaches whoever stops the proxy
+
+
+def _replacements(folders: Mapping[str, Path], aliases: Sequence[tuple[str, str]]) -> Replacements:
+    """(text, placeholder) pairs for ``folders`` in each of their spellings, and ``aliases``,
+    longest first (so a folder inside another keeps its own placeholder)."""
+    return sorted({*aliases, *folder_replacements(folders)}, key=lambda pair: -len(pair[0]))
