@@ -2,10 +2,11 @@
 from npm into a cache (`install`), running it once, isolated and offline, against a model
 URL such as the fake model's loopback server (`run`), and running it against a scenario in a
 copy of a workspace, with the requests it sent and their summary (`scripted`, behind the pytest
-plugin's ``claude_code`` fixture).
+plugin's ``claude_code`` fixture), and running it through ``replay proxy`` to record a run into a
+cassette and replay it (`recorded`).
 
-May import: `replay.fake`, `replay.storage` and the layers below them (and the foundation
-modules); it sits beside `replay.session`, since it starts fake model servers.
+May import: `replay.proxy`, `replay.fake`, `replay.storage` and the layers below them (and the
+foundation modules); it sits beside `replay.session`, since it starts fake model servers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "CLAUDE_CODE_VERSION": "install",
+        "DEVICE_ID": "run",
         "ClaudeCodeInstallError": "install",
         "cache_root": "install",
         "find_or_install_claude": "install",
@@ -31,5 +33,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "WorkspaceError": "scripted",
         "prepare_workspace": "scripted",
         "run_scenario": "scripted",
+        "project_folder_aliases": "recorded",
+        "run_recorded": "recorded",
     },
 )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final, TypedDict
 
 __all__ = [
+    "DEVICE_ID",
     "ClaudeCodeResult",
     "ClaudeCodeRunError",
     "ClaudeRunOptions",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Final = 120.0
+# The device id a fresh HOME gets (see _seed_device_id): 64 hex digits, as the CLI draws them.
+DEVICE_ID: Final = "5eed" * 16
 # Variables a run inherits from the caller: enough to find programs and to run hooks in a
 # language of the user's choice, nothing that configures Claude Code or the API.
 _INHERITED: Final = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
@@ -166,10 +169,21 @@ def run_claude(
 def _home(home: Path | None) -> Iterator[Path]:
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
+        _seed_device_id(home)
         yield home
         return
     with tempfile.TemporaryDirectory(prefix="claude-home-") as made:
+        _seed_device_id(Path(made))
         yield Path(made)
+
+
+def _seed_device_id(home: Path) -> None:
+    """Give a fresh HOME a fixed device id. The CLI sends it in every request's metadata and
+    would otherwise draw a random one per HOME, so the same run would never send the same bytes
+    twice (and a recorded run could never replay)."""
+    config = home / ".claude.json"
+    if not config.exists():
+        config.write_text(json.dumps({"userID": DEVICE_ID}) + "\n", encoding="utf-8")
 
 
 def _is_root() -> bool:

@@ -23,7 +23,15 @@ from replay.fake.model import FakeModel, ReceivedRequest
 from replay.fake.scenario import Scenario
 from replay.fake.server import FakeModelServer
 
-__all__ = ["ClaudeCodeRun", "RequestSummary", "ToolResult", "WorkspaceError", "prepare_workspace", "run_scenario"]
+__all__ = [
+    "ClaudeCodeRun",
+    "RequestSummary",
+    "ToolResult",
+    "WorkspaceError",
+    "completed_run",
+    "prepare_workspace",
+    "run_scenario",
+]
 
 _MESSAGES_ROUTE = "/v1/messages"
 
@@ -83,6 +91,8 @@ class ClaudeCodeRun(ClaudeCodeResult):
     requests: tuple[ReceivedRequest, ...]
     summary: tuple[RequestSummary, ...]
     workspace: Path
+    # A run through replay proxy: the cassette's diagnosis of each request it could not answer.
+    misses: tuple[str, ...] = ()
 
     @property
     def purposes(self) -> tuple[RequestPurpose, ...]:
@@ -149,14 +159,24 @@ def run_scenario(
     fake = FakeModel(scenario)
     with FakeModelServer(fake) as server:
         result = run_claude(claude, prompt, base_url=server.url, workspace=workspace, **options)
-    requests = tuple(fake.requests)
+    return completed_run(result, tuple(fake.requests), workspace=workspace)
+
+
+def completed_run(
+    result: ClaudeCodeResult,
+    requests: tuple[ReceivedRequest, ...],
+    *,
+    workspace: Path,
+    misses: tuple[str, ...] = (),
+) -> ClaudeCodeRun:
+    """A run's result with the requests it sent, summarized."""
     summary = tuple(
         RequestSummary.of(request.json)
         for request in requests
         if request.path.split("?", 1)[0] == _MESSAGES_ROUTE and isinstance(request.json, dict)
     )
     fields = {name: getattr(result, name) for name in ClaudeCodeResult.__dataclass_fields__}
-    return ClaudeCodeRun(**fields, requests=requests, summary=summary, workspace=workspace)
+    return ClaudeCodeRun(**fields, requests=requests, summary=summary, workspace=workspace, misses=misses)
 
 
 def _text(content: object) -> str:

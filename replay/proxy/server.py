@@ -15,10 +15,11 @@ the upstream (the real API, or a fake model server) and records it.
   message is the player's diagnosis (nearest recorded requests, where they differ, how to
   re-record), and logs it.
 - Every request is one log line: fingerprint, method, path, outcome, status, milliseconds.
-- Given the folders its client runs in (``folders``: placeholder -> path, e.g. the workspace as
-  ``<workspace>``), it matches as if those paths were their placeholders, saves the placeholders
-  in what it records, and puts this run's paths back into what it plays: a client that runs in a
-  new temp folder each time replays a session recorded in another.
+- Given what varies between its client's runs (``placeholders``: placeholder -> this run's value,
+  e.g. the workspace folder as ``<workspace>``, the date), it matches as if those values were
+  their placeholders, saves the placeholders in what it records, and puts this run's values back
+  into what it plays: a client that runs in a new temp folder each time, on another day, replays
+  a session recorded in another.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class CassetteProxy(HttpServer):
         port: int = 0,
         on_log: Callable[[str], None] | None = None,
         on_divergence: DivergenceHook | None = None,
-        folders: Mapping[str, Path] | None = None,
+        placeholders: Mapping[str, str | Path] | None = None,
         aliases: Sequence[tuple[str, str]] = (),
     ) -> None:
         super().__init__(host=host, port=port)
@@ -137,10 +138,11 @@ class CassetteProxy(HttpServer):
         self.mode = parse_record_mode(mode)
         self.upstream = upstream.rstrip("/")
         self.on_log = on_log
-        # The client's folders (placeholder -> path) and other spellings of them (text ->
-        # placeholder): recorded as placeholders, matched as placeholders, played back as paths.
-        self._replacements: Replacements = _replacements(folders or {}, aliases)
-        self._restorations: Replacements = [(placeholder, str(path)) for placeholder, path in (folders or {}).items()]
+        # What varies between the client's runs (placeholder -> value; a folder is a Path) and
+        # other spellings of it (text -> placeholder): recorded and matched as placeholders,
+        # played back as this run's values.
+        self._replacements: Replacements = _replacements(placeholders or {}, aliases)
+        self._restorations: Replacements = [(name, str(value)) for name, value in (placeholders or {}).items()]
         self._normalizer = Normalizer(tuple(self._replacements))
         self.requests: list[ProxyRequest] = []
         """Every request answered, in order (what the log lines say)."""
@@ -378,7 +380,16 @@ class CassetteProxy(HttpServer):
                 await asyncio.to_thread(self.save)  # a failure here reaches whoever stops the proxy
 
 
-def _replacements(folders: Mapping[str, Path], aliases: Sequence[tuple[str, str]]) -> Replacements:
-    """(text, placeholder) pairs for ``folders`` in each of their spellings, and ``aliases``,
-    longest first (so a folder inside another keeps its own placeholder)."""
-    return sorted({*aliases, *folder_replacements(folders)}, key=lambda pair: -len(pair[0]))
+def _replacements(placeholders: Mapping[str, str | Path], aliases: Sequence[tuple[str, str]]) -> Replacements:
+    """(text, placeholder) pairs for ``placeholders``' values (a folder in each of its
+    spellings, a text as it is and JSON-escaped) and ``aliases``, longest first (so a folder
+    inside another keeps its own placeholder)."""
+    folders = {name: value for name, value in placeholders.items() if isinstance(value, Path)}
+    texts = {
+        (text, name)
+        for name, value in placeholders.items()
+        if not isinstance(value, Path)
+        for text in (value, json.dumps(value)[1:-1])
+        if text
+    }
+    return sorted({*aliases, *texts, *folder_replacements(folders)}, key=lambda pair: -len(pair[0]))

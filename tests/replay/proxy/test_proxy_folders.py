@@ -51,12 +51,12 @@ def test_a_session_recorded_in_one_folder_replays_in_another(tmp_path: Path) -> 
             cassette,
             mode="once",
             upstream=upstream.url,
-            folders={"<workspace>": first},
+            placeholders={"<workspace>": first},
             aliases=[(first_alias, "<workspace>")],
         ) as recording:
             recorded = post(recording, asking_about(first, first_alias))
     with CassetteProxy(
-        cassette, mode="none", folders={"<workspace>": second}, aliases=[(second_alias, "<workspace>")]
+        cassette, mode="none", placeholders={"<workspace>": second}, aliases=[(second_alias, "<workspace>")]
     ) as replaying:
         replayed = post(replaying, asking_about(second, second_alias))
 
@@ -90,3 +90,21 @@ def test_without_folders_a_request_from_another_folder_misses(tmp_path: Path) ->
         )
 
     assert response.status_code == 599 and "second-run" in response.json()["error"]["message"]
+
+
+def test_a_text_placeholder_such_as_the_date_matches_on_another_day(tmp_path: Path) -> None:
+    cassette = tmp_path / "dated.yaml"
+    asked = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Today's date is %s."}]}
+
+    def on(day: str) -> dict[str, Any]:
+        return {**asked, "messages": [{"role": "user", "content": asked["messages"][0]["content"] % day}]}
+
+    answer = Scenario.from_list([{"content": [{"text": "Noted: 2026-12-01."}]}])
+    with FakeModelServer(FakeModel(answer)) as upstream:
+        with CassetteProxy(cassette, mode="once", upstream=upstream.url, placeholders={"<date>": "2026-12-01"}) as rec:
+            post(rec, on("2026-12-01"))
+    with CassetteProxy(cassette, mode="none", placeholders={"<date>": "2026-12-05"}) as replaying:
+        replayed = post(replaying, on("2026-12-05"))
+
+    assert [r.outcome for r in replaying.requests] == [ProxyOutcome.MATCH]
+    assert replayed["content"][0]["text"] == "Noted: 2026-12-05."
