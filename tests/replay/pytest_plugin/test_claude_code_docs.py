@@ -1,6 +1,8 @@
 """The examples of docs/claude-code.md, "Testing your Claude Code set-up", are what runs: each
 example's files are written, exactly as the page lists them, into a project run in a pytest
-subprocess, against the pinned Claude Code CLI and the fake model on loopback."""
+subprocess, against the pinned Claude Code CLI and the fake model on loopback. The page's
+recording example is recorded as the page says, with the fake model standing in for the API, and
+then replayed offline, from its cassette alone."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "claude-code.md"
 SECTION = "## Testing your Claude Code set-up\n"
 # A listing: a fenced block whose first line is a comment naming its path.
-LISTING = re.compile(r"```(?:python|yaml)\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", re.DOTALL)
+LISTING = re.compile(r"```(?:python|yaml|markdown)\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", re.DOTALL)
+RECORDING_SECTION = "## Recording a real run, replaying it offline\n"
 
 
 @dataclass(frozen=True)
@@ -28,9 +31,12 @@ class Example:
         )
 
 
+def section_of(title: str) -> str:
+    return DOCS.read_text(encoding="utf-8").split(title, 1)[1].split("\n## ", 1)[0]
+
+
 def examples() -> list[Example]:
-    text = DOCS.read_text(encoding="utf-8")
-    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    section = section_of(SECTION)
     found = []
     for part in section.split("\n### ")[1:]:
         title = part.splitlines()[0]
@@ -66,3 +72,54 @@ def test_the_example_passes_as_listed(example: Example, project: pytest.Pytester
 
     assert outcome.ret == 0, outcome.stdout.str()
     outcome.assert_outcomes(passed=example.tests)
+
+
+# Stands in for the API while the page's recording example records: the model reads the issue
+# and writes the label.
+API_STAND_IN = """\
+import pytest
+
+from replay.fake.model import FakeModel
+from replay.fake.scenario import Scenario
+from replay.fake.server import FakeModelServer
+
+TRIAGE = Scenario.from_list(
+    [
+        {"content": [{"tool_use": {"name": "Read", "input": {"file_path": "issue.md"}}}]},
+        {"content": [{"tool_use": {"name": "Write", "input": {"file_path": "label.txt", "content": "bug\\n"}}}]},
+        {"content": [{"text": "Labelled it a bug."}]},
+    ]
+)
+
+
+@pytest.fixture
+def replay_proxy_upstream():
+    with FakeModelServer(FakeModel(TRIAGE)) as server:
+        yield server.url
+"""
+
+
+def test_the_recording_example_records_once_then_replays_offline(
+    project: pytest.Pytester, claude_code_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {m["path"]: f"# {m['path']}\n{m['body']}" for m in LISTING.finditer(section_of(RECORDING_SECTION))}
+    assert sorted(files) == ["tests/claude_code/project/issue.md", "tests/claude_code/test_triage.py"]
+    for path, text in files.items():
+        (project.path / path).parent.mkdir(parents=True, exist_ok=True)
+        (project.path / path).write_text(text, encoding="utf-8")
+    stand_in = project.path / "tests" / "claude_code" / "conftest.py"
+    stand_in.write_text(API_STAND_IN, encoding="utf-8")
+    cassette = project.path / "tests" / "claude_code" / "cassettes" / "triage.yaml"
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-recording-key-0123456789")
+    recording = project.runpytest_subprocess("tests/claude_code", "--record-mode=once", timeout=300)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    stand_in.unlink()  # nothing to answer now but the cassette
+    replaying = project.runpytest_subprocess("tests/claude_code", timeout=300)
+
+    assert recording.ret == 0, recording.stdout.str()
+    assert replaying.ret == 0, replaying.stdout.str()
+    replaying.assert_outcomes(passed=1)
+    recorded = cassette.read_text(encoding="utf-8")
+    assert str(project.path) not in recorded and "sk-ant-recording-key" not in recorded
+    assert "<workspace>" in recorded and "Labelled it a bug." in recorded

@@ -93,20 +93,54 @@ def test_a_scenario_that_is_not_there(claude_code):
 
 def test_a_workspace_that_is_not_a_folder(claude_code):
     claude_code.run("Say hello", scenario="one.yaml", workspace="one.yaml")
+
+
+def test_neither_a_scenario_nor_a_cassette(claude_code):
+    claude_code.run("Say hello")
+
+
+def test_a_cassette_that_is_not_there_in_record_mode_none(claude_code):
+    claude_code.run("Say hello", cassette="absent")
+
+
+def test_a_corrupt_cassette(claude_code):
+    claude_code.run("Say hello", cassette="corrupt")
 """
 
 
 def test_bad_input_fails_the_test_with_one_sentence(project: pytest.Pytester, claude_code_cache: Path) -> None:
     project.makefile(".yaml", one="version: 1\nturns:\n  - content: [{text: Hello.}]\n")
+    (project.path / "cassettes").mkdir()
+    (project.path / "cassettes" / "corrupt.yaml").write_text("interactions: [[[", encoding="utf-8")
     project.makepyfile(test_bad_input=BAD_INPUT_TESTS)
 
     outcome = project.runpytest_subprocess("-q", timeout=120)
 
-    outcome.assert_outcomes(failed=2)
-    assert failure_lines(outcome) == [
+    outcome.assert_outcomes(failed=5)
+    lines = failure_lines(outcome)
+    assert lines[:4] == [
         f"{project.path}/missing.yaml does not exist.",
         f"The workspace {project.path}/one.yaml is not a folder.",
+        "claude_code.run needs a scenario= (the scripted model) or a cassette= (a recorded run).",
+        f"Cassette {project.path}/cassettes/absent.yaml does not exist and record mode 'none' never records. "
+        "Run pytest with --record-mode=once to record cassettes that do not exist yet.",
     ]
+    assert len(lines) == 5 and lines[4].startswith(f"{project.path}/cassettes/corrupt.yaml ")
+
+
+def test_recording_from_the_api_without_a_key_fails_at_once_with_one_sentence(
+    project: pytest.Pytester, claude_code_cache: Path
+) -> None:
+    project.makepyfile(test_live="def test_live(claude_code):\n    claude_code.run('Say hello', cassette='live')\n")
+
+    outcome = project.runpytest_subprocess("-q", "--record-mode=once", timeout=120)
+
+    outcome.assert_outcomes(failed=1)
+    assert failure_lines(outcome) == [
+        f"Recording {project.path}/cassettes/live.yaml from https://api.anthropic.com needs ANTHROPIC_API_KEY in "
+        "the environment (or give claude_code.run a scenario= to record from)."
+    ]
+    assert not (project.path / "cassettes" / "live.yaml").exists()
 
 
 def test_an_install_that_fails_fails_the_test_with_its_sentence(
