@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from replay.cassette.interaction import BodyKind, Interaction, SseEvent
+from replay.cassette.scrub import delta_streams
+from replay.redact.pieces import replace_in_pieces
 
 __all__ = ["Replacements", "folder_replacements", "path_replacements", "replace_paths"]
 
@@ -56,67 +58,23 @@ def replace_paths(interaction: Interaction, replacements: Replacements) -> Inter
     return Interaction(request, dataclasses.replace(response, body=body))
 
 
-# The streamed deltas whose pieces join into one text, and the key of each one's piece.
-_DELTA_PIECES = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
-
-
 def _in_events(events: Sequence[SseEvent], replacements: Replacements) -> list[SseEvent]:
     """The events with paths replaced, also where a path is split across a content block's
     deltas (a model streams a tool's input, and its text, in pieces): the placeholder then goes
     whole into the piece where the path began, and the pieces after it lose what it covered."""
     replaced = [SseEvent(event.event, _in_value(event.data, replacements)) for event in events]
-    streams: dict[tuple[Any, str], list[int]] = {}
-    for position, event in enumerate(replaced):
-        data = event.data
-        delta = data.get("delta") if isinstance(data, dict) and data.get("type") == "content_block_delta" else None
-        key = _DELTA_PIECES.get(delta.get("type")) if isinstance(delta, dict) else None
-        if key is not None and isinstance(delta.get(key), str):  # type: ignore[union-attr]
-            streams.setdefault((data.get("index"), key), []).append(position)
-    for (_, key), positions in streams.items():
+    placeholders = dict(replacements)
+    pattern = re.compile("|".join(re.escape(path) for path, _ in replacements if path))  # longest first
+    for (_, key), positions in delta_streams(replaced).items():
+        if len(positions) < 2:
+            continue
         pieces = [replaced[p].data["delta"][key] for p in positions]
-        new_pieces = _across_pieces(pieces, replacements)
-        for position, old, new in zip(positions, pieces, new_pieces, strict=True):
+        spans = [(m.start(), m.end(), placeholders[m.group()]) for m in pattern.finditer("".join(pieces))]
+        for position, old, new in zip(positions, pieces, replace_in_pieces(pieces, spans), strict=True):
             if new != old:
                 data = replaced[position].data
                 replaced[position] = SseEvent(replaced[position].event, {**data, "delta": {**data["delta"], key: new}})
     return replaced
-
-
-def _across_pieces(pieces: list[str], replacements: Replacements) -> list[str]:
-    """``pieces`` with every path that spans two or more of them replaced (a path inside one
-    piece is replaced already), each piece boundary moved past the placeholder it fell in."""
-    if len(pieces) < 2:
-        return pieces
-    joined = "".join(pieces)
-    placeholders = dict(replacements)
-    pattern = re.compile("|".join(re.escape(path) for path, _ in replacements if path))  # longest first
-    spans = [(m.start(), m.end(), placeholders[m.group()]) for m in pattern.finditer(joined)]
-    if not spans:
-        return pieces
-    parts, cursor = [], 0
-    for start, end, placeholder in spans:
-        parts += [joined[cursor:start], placeholder]
-        cursor = end
-    new_joined = "".join([*parts, joined[cursor:]])
-    edges, boundary = [0], 0
-    for piece in pieces[:-1]:
-        boundary += len(piece)
-        edges.append(_moved(boundary, spans))
-    edges.append(len(new_joined))
-    return [new_joined[edges[i] : edges[i + 1]] for i in range(len(pieces))]
-
-
-def _moved(boundary: int, spans: list[tuple[int, int, str]]) -> int:
-    """Where a piece boundary of the joined text falls once ``spans`` are replaced."""
-    shift = 0
-    for start, end, placeholder in spans:
-        if end <= boundary:
-            shift += len(placeholder) - (end - start)
-        elif start < boundary:  # inside a path: right after its placeholder
-            return start + shift + len(placeholder)
-        else:
-            break
-    return boundary + shift
 
 
 def _in_value(value: Any, replacements: Replacements) -> Any:

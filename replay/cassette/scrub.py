@@ -180,13 +180,8 @@ def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
     may be split across two deltas), keeping one delta per event, so the answer the SDK puts
     together is the answer redacted whole, as the next request (which carries it) is; every
     other value of an event is scrubbed on its own."""
-    streams: dict[tuple[Any, str], list[int]] = {}
-    for position, event in enumerate(events):
-        delta_field = _delta_field(event.data)
-        if delta_field is not None:
-            streams.setdefault((event.data.get("index"), delta_field), []).append(position)
     pieces: dict[int, str] = {}
-    for (_, delta_field), positions in streams.items():
+    for (_, delta_field), positions in delta_streams(events).items():
         texts = [events[p].data["delta"][delta_field] for p in positions]
         pieces.update(zip(positions, current_redactor().redact_pieces(texts), strict=True))
     scrubbed = []
@@ -201,6 +196,17 @@ def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
         data = {k: delta if k == "delta" else scrub_value(v) for k, v in event.data.items()}
         scrubbed.append(SseEvent(event.event, data))
     return scrubbed
+
+
+def delta_streams(events: Sequence[SseEvent]) -> dict[tuple[Any, str], list[int]]:
+    """The positions of each content block's streamed deltas, by (block index, the delta's text
+    field): the pieces of one text each."""
+    streams: dict[tuple[Any, str], list[int]] = {}
+    for position, event in enumerate(events):
+        delta_field = _delta_field(event.data)
+        if delta_field is not None:
+            streams.setdefault((event.data.get("index"), delta_field), []).append(position)
+    return streams
 
 
 def _delta_field(data: Any) -> str | None:

@@ -53,7 +53,7 @@ from replay.cassette import (
 from replay.cassette.fingerprints import Normalizer, parse_body
 from replay.cassette.placeholders import Replacements, folder_replacements, replace_paths
 from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
-from replay.cassette.scrub import scrub_bytes
+from replay.cassette.scrub import SECRET_HEADERS, scrub_bytes
 from replay.cassette.transport import RERECORD_HINT
 from replay.http.connection import Request, ResponseWriter
 from replay.http.server import HttpServer
@@ -97,6 +97,7 @@ class ProxyRequest:
     outcome: ProxyOutcome
     status: int  # 0: no response (a recorded connection failure, or the upstream unreachable)
     milliseconds: float
+    # What the client sent: its headers but the secret ones (credentials, cookies), and its body.
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     body: bytes = field(default=b"", repr=False)
 
@@ -198,7 +199,8 @@ class CassetteProxy(HttpServer):
                 outcome=outcome,
                 status=response.status or 0,
                 milliseconds=(time.monotonic() - started) * 1000,
-                headers=dict(request.headers),
+                # Kept for the caller to read; credentials never (a test's failure report prints them).
+                headers={k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS},
                 body=request.body,
             )
             self.requests.append(entry)

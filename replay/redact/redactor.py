@@ -34,6 +34,7 @@ from replay.redact.detectors import (
     token_values,
 )
 from replay.redact.kinds import Detection, SecretKind, worth_redacting
+from replay.redact.pieces import replace_in_pieces
 
 __all__ = ["Redactor", "current_redactor"]
 
@@ -133,24 +134,7 @@ class Redactor:
         if not detections:
             return list(pieces)
         pattern, by_form = _pattern(detections)
-        spans = [(m.start(), m.end(), by_form[m.group()]) for m in pattern.finditer(whole)]
-        result: list[str] = []
-        start = 0
-        for piece in pieces:
-            end = start + len(piece)
-            out: list[str] = []
-            position = start
-            for span_start, span_end, replacement in spans:
-                if span_end <= position or span_start >= end:
-                    continue
-                if span_start >= position:
-                    out.append(whole[position:span_start])
-                    out.append(replacement)
-                position = max(position, min(span_end, end))
-            out.append(whole[position:end])
-            result.append("".join(out))
-            start = end
-        return result
+        return replace_in_pieces(pieces, [(m.start(), m.end(), by_form[m.group()]) for m in pattern.finditer(whole)])
 
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` redacted: as UTF-8 text, or else byte for byte as latin-1 (every byte is a

@@ -108,3 +108,13 @@ def test_a_text_placeholder_such_as_the_date_matches_on_another_day(tmp_path: Pa
 
     assert [r.outcome for r in replaying.requests] == [ProxyOutcome.MATCH]
     assert replayed["content"][0]["text"] == "Noted: 2026-12-05."
+
+
+def test_the_requests_it_reports_keep_no_credential(tmp_path: Path) -> None:
+    with FakeModelServer(FakeModel(reading(tmp_path))) as upstream:
+        with CassetteProxy(tmp_path / "c.yaml", mode="once", upstream=upstream.url) as proxy:
+            post(proxy, asking_about(tmp_path, "alias"))
+
+    [request] = proxy.requests
+    assert "x-api-key" not in request.headers and request.headers["content-type"] == "application/json"
+    assert b"Working directory" in request.body
