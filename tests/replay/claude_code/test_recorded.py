@@ -15,7 +15,7 @@ import pytest
 
 from replay.cassette import CassetteNotFoundError
 from replay.claude_code import DEVICE_ID, run_recorded
-from replay.claude_code.scripted import prepare_workspace
+from replay.claude_code.scripted import ClaudeCodeRun, prepare_workspace
 from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
 from replay.fake.server import FakeModelServer
@@ -58,20 +58,19 @@ def record(claude: Path, tmp_path: Path, cassette: Path) -> Path:
     return first
 
 
+def replay(claude: Path, prompt: str, cassette: Path, workspace: Path) -> ClaudeCodeRun:
+    """A run answered by ``cassette`` alone, in ``workspace`` with a HOME beside it."""
+    return run_recorded(
+        claude, prompt, cassette, workspace=workspace, mode="none", home=workspace.parent / "home", model=MODEL
+    )
+
+
 def test_a_recorded_run_replays_offline_in_another_folder(claude: Path, tmp_path: Path) -> None:
     cassette = tmp_path / "cassettes" / "notes.yaml"
     first = record(claude, tmp_path, cassette)
     second = workspace_in(tmp_path / "a-later-run-elsewhere")
 
-    replayed = run_recorded(
-        claude,
-        "What do the notes say?",
-        cassette,
-        workspace=second,
-        mode="none",
-        home=tmp_path / "a-later-run-elsewhere" / "home",
-        model=MODEL,
-    )
+    replayed = replay(claude, "What do the notes say?", cassette, second)
 
     assert replayed.misses == ()
     assert (replayed.terminal_reason, replayed.result) == ("completed", "The notes say to ship on Friday.")
@@ -91,15 +90,7 @@ def test_a_request_the_cassette_lacks_is_a_miss_with_its_diagnosis(claude: Path,
     record(claude, tmp_path, cassette)
     second = workspace_in(tmp_path / "again")
 
-    replayed = run_recorded(
-        claude,
-        "Something else entirely?",
-        cassette,
-        workspace=second,
-        mode="none",
-        home=tmp_path / "again" / "home",
-        model=MODEL,
-    )
+    replayed = replay(claude, "Something else entirely?", cassette, second)
 
     assert replayed.is_error
     assert len(replayed.misses) == 1 and "No recorded interaction matches request 1" in replayed.misses[0]
