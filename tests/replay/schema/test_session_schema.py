@@ -5,6 +5,7 @@ writer writes."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from pathlib import Path
@@ -77,6 +78,8 @@ def test_every_engine_setting_refuses_a_value_of_another_type(name: str) -> None
 
 
 def _problem(hint: Any) -> str:
+    if isinstance(hint, type) and issubclass(hint, enum.StrEnum):  # such as mid_stream_recovery
+        return "must be one of " + " or ".join(repr(member.value) for member in hint)
     allowed = _types(hint)
     if typing.Literal in allowed:  # a closed set of strings, such as prompt_cache_ttl's
         (literal,) = (arg for arg in typing.get_args(hint) if typing.get_origin(arg) is typing.Literal)
