@@ -31,9 +31,9 @@ class MidStreamRecovery(StrEnum):
 # The project's own words. The model sees its cut answer just above, so the message says only
 # what happened and what to do next.
 MID_STREAM_RESUME_TEXT: Final = (
-    "Your previous reply was interrupted by a network fault; the text above is everything that "
-    "arrived. Continue it from its last word, without repeating any of it and without mentioning "
-    "the interruption. If nothing useful arrived, give your full answer now."
+    "Your previous reply broke off before it was complete; the text above is all that arrived. "
+    "Carry on from its last word, without repeating any of it and without remarking on the break. "
+    "If nothing useful arrived, give your full answer now."
 )
 
 

@@ -145,7 +145,7 @@ class ModelCall:
                 if error.stream_break is not StreamBreak.DROPPED:
                     # Nothing worth keeping: the same request, answered whole this time. A
                     # dropped connection is left to the streaming fallback below, as under RETRY.
-                    for item in self._resend_without_streaming(error, turn):
+                    for item in self._resend_without_streaming(error, turn, mid_stream_recovery=True):
                         yield item
                     continue
             if self._is_broken_stream(error):
@@ -280,18 +280,20 @@ class ModelCall:
             and self.resumes < settings.max_retries
         )
 
-    def _resend_without_streaming(self, error: ModelError, turn: int) -> list[Message | TraceEvent]:
+    def _resend_without_streaming(
+        self, error: ModelError, turn: int, *, mid_stream_recovery: bool = False
+    ) -> list[Message | TraceEvent]:
         """The streaming fallback: the partial answer withdrawn, the same request sent again,
-        answered as one JSON message."""
-        event = TraceEvent(
-            TraceKind.FALLBACK,
-            turn,
-            {
-                "fallback": FallbackKind.STREAMING.value,
-                "error": error.kind.value,
-                "tombstoned": len(self.assistant_messages),
-            },
-        )
+        answered as one JSON message. Taken for ``mid_stream_recovery`` "resume", the trace
+        event also says how the stream broke (a malformed event's kind alone reads "harness")."""
+        data: JsonDict = {
+            "fallback": FallbackKind.STREAMING.value,
+            "error": error.kind.value,
+            "tombstoned": len(self.assistant_messages),
+        }
+        if mid_stream_recovery and error.stream_break is not None:
+            data["stream_break"] = error.stream_break.value
+        event = TraceEvent(TraceKind.FALLBACK, turn, data)
         items: list[Message | TraceEvent] = [event, *self._abandon_attempt(STREAMING_FALLBACK_RESULT)]
         self.request = dataclasses.replace(self.request, stream=False)
         return items
@@ -306,6 +308,7 @@ class ModelCall:
             {
                 "fallback": FallbackKind.RESUME.value,
                 "error": error.kind.value,
+                "stream_break": error.stream_break.value if error.stream_break else None,
                 "kept": len(kept),
                 "tombstoned": len(self.assistant_messages) - len(kept),
             },

@@ -110,7 +110,13 @@ async def test_resume_keeps_the_answer_so_far_in_the_history_with_a_meta_resume_
     ]
     assert [o for o in session.outputs if isinstance(o, TombstoneMessage)] == []
     (event,) = session.trace(TraceKind.FALLBACK)
-    assert event.data == {"fallback": "resume", "error": "overloaded", "kept": 1, "tombstoned": 0}
+    assert event.data == {
+        "fallback": "resume",
+        "error": "overloaded",
+        "stream_break": "error_event",
+        "kept": 1,
+        "tombstoned": 0,
+    }
     (call,) = session.trace(TraceKind.MODEL_CALL)
     assert (call.data["attempts"], call.data["messages"], call.data["stream"]) == (2, 3, True)
 
