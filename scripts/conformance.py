@@ -61,7 +61,11 @@ CLI_TIMEOUT = 300.0
 
 # Engine settings the CLI takes as flags; any other setting a scenario sets is reported unmapped.
 _FLAG_SETTINGS = ("model", "max_turns", "fallback_model")
+# Engine settings whose value here is what the CLI always does (it has no flag for them): a
+# scenario that sets one to this value needs nothing mapped; another value is reported unmapped.
+_CLI_BUILT_IN = {"mid_stream_recovery": "resume"}
 # The engine's hook events and the CLI's names for them.
+_UNSET = object()
 _HOOK_EVENTS = {"pre_tool_use": "PreToolUse", "post_tool_use": "PostToolUse", "stop": "Stop"}
 
 
@@ -115,6 +119,7 @@ class CliInvocation:
     args: tuple[str, ...] = ()
     project_settings: Json = field(default_factory=dict)
     unmapped: tuple[str, ...] = ()
+    built_in: tuple[str, ...] = ()  # engine settings set to what the CLI does anyway
 
     def describe(self) -> str:
         parts = [f"`--model {self.model}`"]
@@ -122,6 +127,7 @@ class CliInvocation:
             parts.append(f"`--max-turns {self.max_turns}`")
         parts += [f"`{' '.join(self.args[i : i + 2])}`" for i in range(0, len(self.args), 2)]
         parts += [f"settings.json `{key}`" for key in sorted(self.project_settings)]
+        parts += [f"`{setting}` (the CLI's own behaviour)" for setting in self.built_in]
         return ", ".join(parts)
 
 
@@ -277,7 +283,11 @@ def cli_invocation(scenario: Scenario, options: SessionOptions, model: str) -> C
     if settings.get("fallback_model"):
         args += ["--fallback-model", str(settings["fallback_model"])]
     max_turns = settings.get("max_turns")
-    unmapped = [f"setting `{key}`" for key in sorted(settings) if key not in _FLAG_SETTINGS]
+    unmapped = [
+        f"setting `{key}`" if key not in _CLI_BUILT_IN else f"setting `{key}: {settings[key]}`"
+        for key in sorted(settings)
+        if key not in _FLAG_SETTINGS and _CLI_BUILT_IN.get(key, _UNSET) != settings[key]
+    ]
     project: Json = {}
     hooks: Json = {}
     for event, entries in sorted(options.hooks.items()):
@@ -302,6 +312,7 @@ def cli_invocation(scenario: Scenario, options: SessionOptions, model: str) -> C
         args=tuple(args),
         project_settings=project,
         unmapped=tuple(unmapped),
+        built_in=tuple(f"{key}: {value}" for key, value in sorted(settings.items()) if _CLI_BUILT_IN.get(key) == value),
     )
 
 

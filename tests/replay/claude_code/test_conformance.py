@@ -4,6 +4,7 @@ the real pinned CLI. Nothing the CLI sends is kept beyond the test's temp folder
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.util
 import sys
@@ -170,6 +171,18 @@ def test_settings_with_flags_become_flags_and_the_rest_are_reported_unmapped() -
     assert invocation.describe() == "`--model claude-sonnet-4-6`, `--fallback-model claude-haiku-4-5`"
     assert conformance.cli_invocation(dropped, SessionOptions(), "claude-sonnet-4-6").unmapped == (
         "setting `streaming_fallback`",
+    )
+
+
+def test_a_setting_with_the_clis_own_behaviour_needs_no_flag_and_another_value_is_unmapped() -> None:
+    resume = load_scenario(ROOT / "cassettes" / "mid-stream-error-resumes-partial-answer" / "scenario.yaml")
+    retry = dataclasses.replace(resume, settings={"mid_stream_recovery": "retry"})
+
+    invocation = conformance.cli_invocation(resume, SessionOptions(), "claude-sonnet-4-6")
+    assert invocation.unmapped == ()
+    assert invocation.describe() == "`--model claude-sonnet-4-6`, `mid_stream_recovery: resume` (the CLI's own behaviour)"
+    assert conformance.cli_invocation(retry, SessionOptions(), "claude-sonnet-4-6").unmapped == (
+        "setting `mid_stream_recovery: retry`",
     )
 
 
