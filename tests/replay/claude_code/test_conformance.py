@@ -180,7 +180,9 @@ def test_a_setting_with_the_clis_own_behaviour_needs_no_flag_and_another_value_i
 
     invocation = conformance.cli_invocation(resume, SessionOptions(), "claude-sonnet-4-6")
     assert invocation.unmapped == ()
-    assert invocation.describe() == "`--model claude-sonnet-4-6`, `mid_stream_recovery: resume` (the CLI's own behaviour)"
+    assert invocation.describe() == (
+        "`--model claude-sonnet-4-6`, `mid_stream_recovery: resume` (the CLI's own behaviour)"
+    )
     assert conformance.cli_invocation(retry, SessionOptions(), "claude-sonnet-4-6").unmapped == (
         "setting `mid_stream_recovery: retry`",
     )
