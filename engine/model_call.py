@@ -3,7 +3,9 @@
 Retries (with backoff from the injected sleep and seeded RNG), model fallback after repeated
 overloads, the streaming fallback when a stream breaks, and (with ``mid_stream_recovery``
 "resume") the resume of a broken answer are not transitions: they happen here and show up as
-their own trace events. Recoverable errors (prompt too long, media too
+their own trace events. A resume is one more attempt at the same answer, so it belongs here
+with the retries, not among the loop's seven transitions (those start a new pass: a new
+turn, a recovery from an answer that ended). Recoverable errors (prompt too long, media too
 large, max output tokens) are withheld: prepared but not yielded, for the loop's recovery
 chains to decide on.
 """

@@ -207,3 +207,14 @@ def test_a_scenario_s_session_fields_are_checked_when_it_is_loaded(tmp_path: Pat
         load_scenario(path)
 
     assert str(caught.value) == f"{path}: settings.live is not a known field (got True)."
+
+
+def test_mid_stream_recovery_is_written_as_its_value_and_an_unknown_one_is_refused_naming_both() -> None:
+    assert engine_settings_from({"mid_stream_recovery": "resume"}, source=SOURCE).mid_stream_recovery == "resume"
+
+    with pytest.raises(SchemaError) as caught:
+        engine_settings_from({"mid_stream_recovery": "continue"}, source=SOURCE)
+
+    assert str(caught.value) == (
+        f"{SOURCE}: settings.mid_stream_recovery must be one of 'retry' or 'resume' (got 'continue')."
+    )
