@@ -33,6 +33,8 @@ class TraceKind(StrEnum):
 class FallbackKind(StrEnum):
     MODEL = "model"
     STREAMING = "streaming"
+    # mid_stream_recovery "resume": the finished text kept, the model asked to continue it.
+    RESUME = "resume"
 
 
 class CompactionTier(StrEnum):

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import anthropic
 import httpx2
 
-from engine.model_errors import ModelError, ModelErrorKind, classify_error
+from engine.model_errors import ModelError, ModelErrorKind, StreamBreak, classify_error
 from engine.prompt_cache import CacheTTL, check_cache_marks, place_message_breakpoint, system_blocks
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "ModelRequest",
     "QuerySource",
     "ResponseEnd",
+    "StreamBreak",
     "StreamEvent",
     "classify_error",
 ]

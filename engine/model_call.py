@@ -1,8 +1,11 @@
 """Step 3 of a pass: one model call, with everything that happens inside it.
 
 Retries (with backoff from the injected sleep and seeded RNG), model fallback after repeated
-overloads, and the streaming fallback when a stream breaks are not transitions: they happen
-here and show up as their own trace events. Recoverable errors (prompt too long, media too
+overloads, the streaming fallback when a stream breaks, and (with ``mid_stream_recovery``
+"resume") the resume of a broken answer are not transitions: they happen here and show up as
+their own trace events. A resume is one more attempt at the same answer, so it belongs here
+with the retries, not among the loop's seven transitions (those start a new pass: a new
+turn, a recovery from an answer that ended). Recoverable errors (prompt too long, media too
 large, max output tokens) are withheld: prepared but not yielded, for the loop's recovery
 chains to decide on.
 """
@@ -23,13 +26,16 @@ from engine.messages import (
     SystemMessage,
     SystemSubtype,
     TombstoneMessage,
+    UserMessage,
 )
+from engine.mid_stream import MID_STREAM_RESUME_TEXT, MidStreamRecovery, kept_partial_answer
 from engine.model import (
     BlockComplete,
     ModelError,
     ModelErrorKind,
     ModelRequest,
     ResponseEnd,
+    StreamBreak,
     StreamEvent,
 )
 from engine.orchestration import StreamingToolExecutor, ToolRun
@@ -111,6 +117,7 @@ class ModelCall:
         self.error_text: str | None = None
         self._attempt_error: ModelError | None = None
         self.attempts = 0
+        self.resumes = 0
         self.executors: list[StreamingToolExecutor] = [self.executor]
 
     @property
@@ -131,19 +138,21 @@ class ModelCall:
             if error is None:
                 break
             partial_ids = [m.uuid for m in self.assistant_messages]
+            if self._resumes_broken_stream(error):
+                kept = kept_partial_answer(self.assistant_messages)
+                if kept:
+                    for item in self._resume(error, kept, turn):
+                        yield item
+                    continue
+                if error.stream_break is not StreamBreak.DROPPED:
+                    # Nothing worth keeping: the same request, answered whole this time. A
+                    # dropped connection is left to the streaming fallback below, as under RETRY.
+                    for item in self._resend_without_streaming(error, turn, mid_stream_recovery=True):
+                        yield item
+                    continue
             if self._is_broken_stream(error):
-                yield TraceEvent(
-                    TraceKind.FALLBACK,
-                    turn,
-                    {
-                        "fallback": FallbackKind.STREAMING.value,
-                        "error": error.kind.value,
-                        "tombstoned": len(partial_ids),
-                    },
-                )
-                for item in self._abandon_attempt(STREAMING_FALLBACK_RESULT):
+                for item in self._resend_without_streaming(error, turn):
                     yield item
-                self.request = dataclasses.replace(self.request, stream=False)
                 continue
             retry = retry.next(error)
             if should_fall_back(
@@ -247,7 +256,7 @@ class ModelCall:
         except AbortedError:
             self.aborted = True
         except ModelError as error:
-            if error.kind is ModelErrorKind.HARNESS:
+            if error.kind is ModelErrorKind.HARNESS and not self._resumes_broken_stream(error):
                 self.failure = error
             else:
                 self._attempt_error = error
@@ -261,13 +270,68 @@ class ModelCall:
             and self.params.settings.streaming_fallback
         )
 
-    def _abandon_attempt(self, reason: str) -> list[Message]:
-        """Withdraw what a failed attempt yielded: a tombstone per partial message, and a fresh
-        executor (the old one's tools are answered with ``reason`` and never reported)."""
+    def _resumes_broken_stream(self, error: ModelError) -> bool:
+        """Whether ``mid_stream_recovery`` "resume" takes this failure: a streamed request whose
+        answer broke (an error event, a malformed event, a dropped connection). Resumes are
+        bounded by ``max_retries``, so a stream that breaks every time cannot loop forever."""
+        settings = self.params.settings
+        return (
+            settings.mid_stream_recovery is MidStreamRecovery.RESUME
+            and error.stream_break is not None
+            and self.request.stream
+            and self.resumes < settings.max_retries
+        )
+
+    def _resend_without_streaming(
+        self, error: ModelError, turn: int, *, mid_stream_recovery: bool = False
+    ) -> list[Message | TraceEvent]:
+        """The streaming fallback: the partial answer withdrawn, the same request sent again,
+        answered as one JSON message. Taken for ``mid_stream_recovery`` "resume", the trace
+        event also says how the stream broke (a malformed event's kind alone reads "harness")."""
+        data: JsonDict = {
+            "fallback": FallbackKind.STREAMING.value,
+            "error": error.kind.value,
+            "tombstoned": len(self.assistant_messages),
+        }
+        if mid_stream_recovery and error.stream_break is not None:
+            data["stream_break"] = error.stream_break.value
+        event = TraceEvent(TraceKind.FALLBACK, turn, data)
+        items: list[Message | TraceEvent] = [event, *self._abandon_attempt(STREAMING_FALLBACK_RESULT)]
+        self.request = dataclasses.replace(self.request, stream=False)
+        return items
+
+    def _resume(self, error: ModelError, kept: list[AssistantMessage], turn: int) -> list[Message | TraceEvent]:
+        """Keep the finished text of a broken answer, withdraw the rest, and ask the model to
+        continue: the next request is the history, the text kept and a meta user message."""
+        self.resumes += 1
+        event = TraceEvent(
+            TraceKind.FALLBACK,
+            turn,
+            {
+                "fallback": FallbackKind.RESUME.value,
+                "error": error.kind.value,
+                "stream_break": error.stream_break.value if error.stream_break else None,
+                "kept": len(kept),
+                "tombstoned": len(self.assistant_messages) - len(kept),
+            },
+        )
+        items: list[Message | TraceEvent] = [event, *self._abandon_attempt(STREAMING_FALLBACK_RESULT, keep=kept)]
+        resume = UserMessage.create(self.params.deps, MID_STREAM_RESUME_TEXT, is_meta=True)
+        items.append(resume)
+        self.working = [*self.working, *kept, resume]
+        self.request = build_request(self.working, self.params, model=self.model, max_tokens=self.max_tokens)
+        return items
+
+    def _abandon_attempt(self, reason: str, *, keep: Sequence[AssistantMessage] = ()) -> list[Message]:
+        """Withdraw what a failed attempt yielded: a tombstone per partial message (but those in
+        ``keep``), and a fresh executor (the old one's tools are answered with ``reason`` and
+        never reported)."""
         deps = self.params.deps
+        kept = {m.uuid for m in keep}
         tombstones: list[Message] = [
             TombstoneMessage(uuid=deps.uuid(), timestamp=deps.now(), target_uuid=m.uuid)
             for m in self.assistant_messages
+            if m.uuid not in kept
         ]
         self.executor.discard(reason)
         self._reset_attempt()

@@ -7,6 +7,7 @@ whose ``kind`` says what the loop can do about it (recover, retry, surface). Re-
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -15,7 +16,7 @@ from typing import Any
 import anthropic
 import httpx2
 
-__all__ = ["ModelError", "ModelErrorKind", "classify_error"]
+__all__ = ["ModelError", "ModelErrorKind", "StreamBreak", "classify_error"]
 
 JsonDict = dict[str, Any]
 
@@ -42,6 +43,14 @@ class ModelErrorKind(StrEnum):
     HARNESS = "harness"
 
 
+class StreamBreak(StrEnum):
+    """How a response stream that had begun (a 200 with events) was cut short."""
+
+    ERROR_EVENT = "error_event"  # the server sent an `error` event
+    MALFORMED_EVENT = "malformed_event"  # an event whose data is not JSON
+    DROPPED = "dropped"  # the connection closed
+
+
 @dataclass(eq=False)
 class ModelError(Exception):
     """A failed model call, classified into the engine's terms."""
@@ -55,6 +64,9 @@ class ModelError(Exception):
     request_id: str | None = None
     error_type: str | None = None
     cause: BaseException | None = field(default=None, repr=False)
+    # Set when the failure cut short a stream that had begun; None for a request that failed
+    # before any of its response arrived.
+    stream_break: StreamBreak | None = None
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -70,7 +82,27 @@ _MEDIA_TOO_LARGE = re.compile(
 
 
 def classify_error(exc: BaseException, *, mid_stream: bool = False) -> ModelError:
-    """Map an SDK or transport exception to a ``ModelError``."""
+    """Map an SDK or transport exception to a ``ModelError``; ``mid_stream`` when it was raised
+    while a response stream was read (the error then says how the stream broke)."""
+    error = _classify(exc, mid_stream=mid_stream)
+    if mid_stream and error.stream_break is None:
+        error.stream_break = _stream_break(exc, error)
+    return error
+
+
+def _stream_break(exc: BaseException, error: ModelError) -> StreamBreak | None:
+    if isinstance(exc, anthropic.APIStatusError):
+        return StreamBreak.ERROR_EVENT
+    if error.kind is ModelErrorKind.CONNECTION_DROPPED:
+        return StreamBreak.DROPPED
+    # The SDK parses each event's data with json.loads: a decode error is a malformed event.
+    # The kind stays HARNESS (it is not an answer the API gives; nothing retries it by default).
+    if isinstance(exc, json.JSONDecodeError):
+        return StreamBreak.MALFORMED_EVENT
+    return None
+
+
+def _classify(exc: BaseException, *, mid_stream: bool) -> ModelError:
     if isinstance(exc, ModelError):
         return exc
     if isinstance(exc, anthropic.APIStatusError):

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.mid_stream import MidStreamRecovery
 from engine.prompt_cache import CacheTTL
 
-__all__ = ["DEFAULT_MODEL", "EngineSettings"]
+__all__ = ["DEFAULT_MODEL", "EngineSettings", "MidStreamRecovery"]
 
 # From the SDK's own model list, and not marked deprecated there.
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -45,6 +46,11 @@ class EngineSettings:
     fallback_model: str | None = None
     overloaded_before_fallback: int = 3
     streaming_fallback: bool = True
+
+    # A stream that breaks after its answer began: RETRY tombstones the partial answer and sends
+    # the request again (the design's streaming fallback); RESUME keeps the finished text and asks
+    # the model to continue it, as the Claude Code CLI does (engine.mid_stream, docs/loop.md).
+    mid_stream_recovery: MidStreamRecovery = MidStreamRecovery.RETRY
 
     # Context shaping.
     context_window: int = 200_000
@@ -85,6 +91,11 @@ class EngineSettings:
             raise ValueError(f"prompt_cache_ttl must be '5m' or '1h' (or None), not {self.prompt_cache_ttl!r}.")
         if self.max_retries < 0:
             raise ValueError(f"max_retries cannot be negative, not {self.max_retries}.")
+        # Written as a plain string in a scenario or session.json; stored as the enum.
+        if self.mid_stream_recovery not in tuple(MidStreamRecovery):
+            choices = " or ".join(repr(r.value) for r in MidStreamRecovery)
+            raise ValueError(f"mid_stream_recovery must be {choices}, not {self.mid_stream_recovery!r}.")
+        object.__setattr__(self, "mid_stream_recovery", MidStreamRecovery(self.mid_stream_recovery))
 
     @property
     def default_max_output_tokens(self) -> int:

@@ -60,12 +60,13 @@ CLI_TIMEOUT = 300.0
 
 
 # Engine settings the CLI takes as flags; any other setting a scenario sets is reported unmapped,
-# unless its value is one of _CLI_BEHAVIOUR_SETTINGS.
+# unless its value is the one _CLI_BUILT_IN names.
 _FLAG_SETTINGS = ("model", "max_turns", "fallback_model")
-# Engine settings whose value here makes the engine do what the CLI does by itself: the CLI needs no
-# flag for them (the bundles that show the CLI's behaviour as an engine setting).
-_CLI_BEHAVIOUR_SETTINGS: dict[str, object] = {"max_output_tokens_escalation": False}
+# Engine settings whose value here is what the CLI always does (it has no flag for them): a
+# scenario that sets one to this value needs nothing mapped; another value is reported unmapped.
+_CLI_BUILT_IN: dict[str, object] = {"max_output_tokens_escalation": False, "mid_stream_recovery": "resume"}
 # The engine's hook events and the CLI's names for them.
+_UNSET = object()
 _HOOK_EVENTS = {"pre_tool_use": "PreToolUse", "post_tool_use": "PostToolUse", "stop": "Stop"}
 
 
@@ -119,6 +120,7 @@ class CliInvocation:
     args: tuple[str, ...] = ()
     project_settings: Json = field(default_factory=dict)
     unmapped: tuple[str, ...] = ()
+    built_in: tuple[str, ...] = ()  # engine settings set to what the CLI does anyway
 
     def describe(self) -> str:
         parts = [f"`--model {self.model}`"]
@@ -126,6 +128,7 @@ class CliInvocation:
             parts.append(f"`--max-turns {self.max_turns}`")
         parts += [f"`{' '.join(self.args[i : i + 2])}`" for i in range(0, len(self.args), 2)]
         parts += [f"settings.json `{key}`" for key in sorted(self.project_settings)]
+        parts += [f"`{setting}` (the CLI's own behaviour)" for setting in self.built_in]
         return ", ".join(parts)
 
 
@@ -284,9 +287,9 @@ def cli_invocation(scenario: Scenario, options: SessionOptions, model: str) -> C
         args += ["--fallback-model", str(settings["fallback_model"])]
     max_turns = settings.get("max_turns")
     unmapped = [
-        f"setting `{key}`"
-        for key, value in sorted(settings.items())
-        if key not in _FLAG_SETTINGS and (key not in _CLI_BEHAVIOUR_SETTINGS or _CLI_BEHAVIOUR_SETTINGS[key] != value)
+        f"setting `{key}`" if key not in _CLI_BUILT_IN else f"setting `{_setting(key, settings[key])}`"
+        for key in sorted(settings)
+        if key not in _FLAG_SETTINGS and _CLI_BUILT_IN.get(key, _UNSET) != settings[key]
     ]
     project: Json = {}
     hooks: Json = {}
@@ -312,7 +315,13 @@ def cli_invocation(scenario: Scenario, options: SessionOptions, model: str) -> C
         args=tuple(args),
         project_settings=project,
         unmapped=tuple(unmapped),
+        built_in=tuple(_setting(key, value) for key, value in sorted(settings.items()) if _CLI_BUILT_IN.get(key) == value),
     )
+
+
+def _setting(key: str, value: object) -> str:
+    """``key: value`` as a scenario file writes it."""
+    return f"{key}: {json.dumps(value) if isinstance(value, bool) else value}"
 
 
 def _bodies(fake: FakeModel) -> list[Json]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import types
 import typing
 from collections.abc import Mapping
@@ -54,10 +55,13 @@ class _Exact(BaseModel):
 
 
 def document_type(hint: Any) -> Any:
-    """The JSON/YAML shape of a settings type: a tuple is written as a list; the rest is the
-    same type. Applied inside unions (``X | None``) and containers."""
+    """The JSON/YAML shape of a settings type: a tuple is written as a list, an enum as one of its
+    values; the rest is the same type. Applied inside unions (``X | None``) and containers."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, enum.StrEnum):
+        # Written as its value (``"resume"``); the settings turn it back into the enum.
+        return Literal[tuple(member.value for member in hint)]  # type: ignore[valid-type]
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return list[document_type(args[0])]  # type: ignore[misc]
     if origin in (Union, types.UnionType):

@@ -354,8 +354,14 @@ def _pass_lines(p: PassTrace) -> list[str]:
     for fallback in p.fallbacks:
         if fallback.get("fallback") == "model":
             lines.append(f"    fallback: model {fallback['from']} -> {fallback['to']}" + _tombstones(fallback))
+        elif fallback.get("fallback") == "resume":
+            kept = int(fallback.get("kept") or 0)
+            lines.append(
+                f"    fallback: resume after {_broken_by(fallback)}, {kept} text block{'s' if kept != 1 else ''} kept"
+                + _tombstones(fallback)
+            )
         else:
-            lines.append(f"    fallback: streaming after {fallback.get('error')}" + _tombstones(fallback))
+            lines.append(f"    fallback: streaming after {_broken_by(fallback)}" + _tombstones(fallback))
     main = [r for r in p.requests if r.purpose == "main"]
     call = p.model_call
     outcome = call.get("error") or call.get("stop_reason") or ("aborted" if call.get("aborted") else "no answer")
@@ -425,6 +431,13 @@ def _compaction_line(entry: dict[str, Any]) -> str:
     if entry.get("requests"):
         details.append("summary " + ", ".join(f[:_FINGERPRINT_CHARS] for f in entry["requests"]))
     return f"compaction {tier}: " + ("; ".join(details) if details else "no change")
+
+
+def _broken_by(fallback: dict[str, Any]) -> str:
+    """``overloaded``, or ``harness (malformed event)`` when the event says how the stream broke."""
+    stream_break = fallback.get("stream_break")
+    detail = f" ({str(stream_break).replace('_', ' ')})" if stream_break else ""
+    return f"{fallback.get('error')}{detail}"
 
 
 def _tombstones(entry: dict[str, Any]) -> str:

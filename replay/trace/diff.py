@@ -264,6 +264,8 @@ def _retry(retry: dict[str, Any]) -> str:
 def _fallback(fallback: dict[str, Any]) -> str:
     if fallback.get("fallback") == "model":
         return f"model {fallback.get('from')} → {fallback.get('to')}"
+    if fallback.get("fallback") == "resume":
+        return f"resume after {fallback.get('error')}, {fallback.get('kept')} kept"
     return f"streaming after {fallback.get('error')}"
 
 

@@ -17,6 +17,7 @@ from engine.model import (
     ModelEvent,
     ModelRequest,
     ResponseEnd,
+    StreamBreak,
     StreamEvent,
 )
 from engine.retry import is_retryable
@@ -278,6 +279,28 @@ async def test_blocks_finished_before_a_dropped_connection_were_already_yielded(
     model, _ = fake_for({"fault": "drop_connection", "after_events": 6, "content": [{"text": "a"}, {"text": "b"}]})
     events, _ = await collect_until_error(model)
     assert blocks(events) == [{"type": "text", "text": "a"}]
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "stream_break"),
+    [
+        ({"fault": "stream_error", "after_events": 3}, ModelErrorKind.OVERLOADED, StreamBreak.ERROR_EVENT),
+        ({"fault": "drop_connection", "after_events": 3}, ModelErrorKind.CONNECTION_DROPPED, StreamBreak.DROPPED),
+        ({"fault": "malformed_event", "after_events": 3}, ModelErrorKind.HARNESS, StreamBreak.MALFORMED_EVENT),
+    ],
+    ids=["error event", "dropped connection", "malformed event"],
+)
+async def test_a_stream_that_breaks_after_it_began_says_how_it_broke(
+    fake_for: FakeFor, fault: dict[str, Any], kind: ModelErrorKind, stream_break: StreamBreak
+) -> None:
+    model, _ = fake_for({**fault, "content": [{"text": "partial"}]})
+    error = await failure(model)
+    assert (error.kind, error.stream_break) == (kind, stream_break)
+
+
+async def test_a_request_that_fails_before_its_response_began_has_no_stream_break(fake_for: FakeFor) -> None:
+    model, _ = fake_for(http_error(529, "overloaded_error", "Overloaded"))
+    assert (await failure(model)).stream_break is None
 
 
 async def test_an_exhausted_script_is_a_harness_error_with_the_scripts_own_words(fake_for: FakeFor) -> None:

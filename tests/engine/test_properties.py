@@ -206,6 +206,7 @@ engine_settings = st.fixed_dictionaries(
         "max_tool_concurrency": st.sampled_from([1, 2]),
         "reactive_compact": st.booleans(),
         "context_collapse": st.booleans(),
+        "mid_stream_recovery": st.sampled_from(["retry", "resume"]),
     },
 )
 prompt_lists = st.lists(st.sampled_from(PROMPTS), min_size=1, max_size=2)

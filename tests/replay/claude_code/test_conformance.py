@@ -174,6 +174,20 @@ def test_settings_with_flags_become_flags_and_the_rest_are_reported_unmapped() -
     )
 
 
+def test_a_setting_with_the_clis_own_behaviour_needs_no_flag_and_another_value_is_unmapped() -> None:
+    resume = load_scenario(ROOT / "cassettes" / "mid-stream-error-resumes-partial-answer" / "scenario.yaml")
+    retry = dataclasses.replace(resume, settings={"mid_stream_recovery": "retry"})
+
+    invocation = conformance.cli_invocation(resume, SessionOptions(), "claude-sonnet-4-6")
+    assert invocation.unmapped == ()
+    assert invocation.describe() == (
+        "`--model claude-sonnet-4-6`, `mid_stream_recovery: resume` (the CLI's own behaviour)"
+    )
+    assert conformance.cli_invocation(retry, SessionOptions(), "claude-sonnet-4-6").unmapped == (
+        "setting `mid_stream_recovery: retry`",
+    )
+
+
 def test_an_unknown_scenario_is_one_sentence_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert conformance.main(["--scenario", "no-such-scenario"]) == 2
 
@@ -256,7 +270,7 @@ def test_a_setting_that_asks_for_the_clis_own_behaviour_needs_no_flag() -> None:
     assert conformance.cli_invocation(scenario, SessionOptions(), "claude-sonnet-4-6").unmapped == ()
     escalating = dataclasses.replace(scenario, settings={"max_output_tokens_escalation": True})
     assert conformance.cli_invocation(escalating, SessionOptions(), "claude-sonnet-4-6").unmapped == (
-        "setting `max_output_tokens_escalation`",
+        "setting `max_output_tokens_escalation: true`",
     )
 
 

@@ -5,6 +5,7 @@ writer writes."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from pathlib import Path
@@ -77,6 +78,8 @@ def test_every_engine_setting_refuses_a_value_of_another_type(name: str) -> None
 
 
 def _problem(hint: Any) -> str:
+    if isinstance(hint, type) and issubclass(hint, enum.StrEnum):  # such as mid_stream_recovery
+        return "must be one of " + " or ".join(repr(member.value) for member in hint)
     allowed = _types(hint)
     if typing.Literal in allowed:  # a closed set of strings, such as prompt_cache_ttl's
         (literal,) = (arg for arg in typing.get_args(hint) if typing.get_origin(arg) is typing.Literal)
@@ -204,3 +207,14 @@ def test_a_scenario_s_session_fields_are_checked_when_it_is_loaded(tmp_path: Pat
         load_scenario(path)
 
     assert str(caught.value) == f"{path}: settings.live is not a known field (got True)."
+
+
+def test_mid_stream_recovery_is_written_as_its_value_and_an_unknown_one_is_refused_naming_both() -> None:
+    assert engine_settings_from({"mid_stream_recovery": "resume"}, source=SOURCE).mid_stream_recovery == "resume"
+
+    with pytest.raises(SchemaError) as caught:
+        engine_settings_from({"mid_stream_recovery": "continue"}, source=SOURCE)
+
+    assert str(caught.value) == (
+        f"{SOURCE}: settings.mid_stream_recovery must be one of 'retry' or 'resume' (got 'continue')."
+    )

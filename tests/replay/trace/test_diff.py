@@ -286,3 +286,13 @@ def test_differing_paths_is_the_one_the_cassette_miss_message_uses() -> None:
     assert transport.differing_paths is differing_paths
     assert differing_paths({"a": [1, 2], "b": 1}, {"a": [1, 3], "c": 1}) == ["a[1]", "b", "c"]
     assert differing_paths({"a": 1}, {"a": 2, "b": 3}, limit=1) == ["a"]
+
+
+def test_a_resume_fallback_is_compared_with_the_text_blocks_it_kept() -> None:
+    resume = {"fallback": "resume", "error": "overloaded", "kept": 1, "tombstoned": 0}
+    before = a_trace(a_pass(1, fallbacks=[resume]))
+    after = a_trace(a_pass(1, fallbacks=[{**resume, "kept": 2}]))
+
+    assert diff_traces(before, after) == [
+        "prompt 1 pass 1: fallbacks changed: resume after overloaded, 1 kept → resume after overloaded, 2 kept."
+    ]
