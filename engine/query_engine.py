@@ -39,6 +39,7 @@ from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunCo
 from engine.params import ContextState, LoopParams
 from engine.process import ToolEnvironment
 from engine.settings import EngineSettings
+from engine.shaping import conversation_request
 from engine.state import Terminal
 from engine.token_budget import TokenBudgetTracker, parse_token_budget
 from engine.tools import default_tools
@@ -174,7 +175,24 @@ class QueryEngine:
 
         tally = _TurnTally()
         budget_target = parse_token_budget(prompt) if isinstance(prompt, str) else None
-        params = LoopParams(
+        params = self._loop_params(TokenBudgetTracker(budget_target) if budget_target else None)
+        try:
+            async with aclosing(query(list(self.mutable_messages), params)) as items:
+                async for item in items:
+                    if self._observe(item, tally):
+                        yield item
+        finally:
+            self.transcript.flush()
+        end = tally.end
+        assert end is not None, "query_loop ended without a LoopEnd"
+        terminal_event = TraceEvent(TraceKind.TERMINAL, end.turn_count, {"reason": end.terminal.value})
+        self.trace.append(terminal_event)
+        yield terminal_event
+        _add_usage(self.total_usage, tally.usage)
+        yield self._result(end, tally, started)
+
+    def _loop_params(self, token_budget: TokenBudgetTracker | None = None) -> LoopParams:
+        return LoopParams(
             deps=self.deps,
             settings=self.settings,
             tools=self.tools,
@@ -192,24 +210,10 @@ class QueryEngine:
             hook_context=self._hook_context(),
             context=self.context_state,
             attachments=self.attachment_sources,
-            token_budget=TokenBudgetTracker(budget_target) if budget_target else None,
+            token_budget=token_budget,
             normalizer=self._normalizer,
             emit_stream_events=self.include_stream_events,
         )
-        try:
-            async with aclosing(query(list(self.mutable_messages), params)) as items:
-                async for item in items:
-                    if self._observe(item, tally):
-                        yield item
-        finally:
-            self.transcript.flush()
-        end = tally.end
-        assert end is not None, "query_loop ended without a LoopEnd"
-        terminal_event = TraceEvent(TraceKind.TERMINAL, end.turn_count, {"reason": end.terminal.value})
-        self.trace.append(terminal_event)
-        yield terminal_event
-        _add_usage(self.total_usage, tally.usage)
-        yield self._result(end, tally, started)
 
     def _observe(self, item: LoopItem, tally: _TurnTally) -> bool:
         """Take in one item from the loop; True when the caller should see it."""
@@ -245,6 +249,7 @@ class QueryEngine:
             model=self.settings.model,
             trigger=CompactTrigger.MANUAL,
             keep_recent_messages=self.settings.compact_keep_recent_messages,
+            conversation_request=conversation_request(self._loop_params(), model=self.settings.model),
         )
         for message in result.messages:
             self._accept(message)

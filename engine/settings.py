@@ -6,14 +6,25 @@ The defaults are the numbers Claude Code uses (docs/loop.md describes what each 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from engine.prompt_cache import CacheTTL
 
-__all__ = ["DEFAULT_MODEL", "EngineSettings"]
+__all__ = ["DEFAULT_MODEL", "CompactRequest", "EngineSettings"]
 
 # From the SDK's own model list, and not marked deprecated there.
 DEFAULT_MODEL = "claude-sonnet-4-6"
+
+
+class CompactRequest(StrEnum):
+    """How a compaction's summary request is built (docs/loop.md, Compaction)."""
+
+    # A request of its own: the summarizer's system prompt, no tools (the seeds' loop).
+    OWN_PROMPT = "own_prompt"
+    # The conversation's own request (system, tools, messages) with the instruction appended
+    # as the last user turn, so it reads the prompt cache the loop wrote (today's Claude Code).
+    CONVERSATION_PREFIX = "conversation_prefix"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +73,7 @@ class EngineSettings:
     autocompact_max_failures: int = 3
     compact_prompt_too_long_retries: int = 3
     compact_keep_recent_messages: int = 0
+    compact_request: CompactRequest = CompactRequest.OWN_PROMPT
     reactive_compact: bool = True
 
     # Memory files read in the background at loop entry and attached once (globs, in the workspace).
@@ -85,6 +97,11 @@ class EngineSettings:
             raise ValueError(f"prompt_cache_ttl must be '5m' or '1h' (or None), not {self.prompt_cache_ttl!r}.")
         if self.max_retries < 0:
             raise ValueError(f"max_retries cannot be negative, not {self.max_retries}.")
+        if self.compact_request not in tuple(CompactRequest):
+            choices = " or ".join(repr(choice.value) for choice in CompactRequest)
+            raise ValueError(f"compact_request must be {choices}, not {self.compact_request!r}.")
+        # A name given as text (a scenario's settings) becomes the enum member.
+        object.__setattr__(self, "compact_request", CompactRequest(self.compact_request))
 
     @property
     def default_max_output_tokens(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import types
 import typing
 from collections.abc import Mapping
@@ -54,8 +55,11 @@ class _Exact(BaseModel):
 
 
 def document_type(hint: Any) -> Any:
-    """The JSON/YAML shape of a settings type: a tuple is written as a list; the rest is the
-    same type. Applied inside unions (``X | None``) and containers."""
+    """The JSON/YAML shape of a settings type: a tuple is written as a list, a string enum as
+    one of its values; the rest is the same type. Applied inside unions (``X | None``) and
+    containers."""
+    if isinstance(hint, type) and issubclass(hint, enum.StrEnum):
+        return Literal[tuple(member.value for member in hint)]  # type: ignore[valid-type]
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
