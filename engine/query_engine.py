@@ -191,30 +191,6 @@ class QueryEngine:
         _add_usage(self.total_usage, tally.usage)
         yield self._result(end, tally, started)
 
-    def _loop_params(self, token_budget: TokenBudgetTracker | None = None) -> LoopParams:
-        return LoopParams(
-            deps=self.deps,
-            settings=self.settings,
-            tools=self.tools,
-            rctx=ToolRunContext(
-                tools=self.tools,
-                tool_ctx=self.tool_context,
-                deps=self.deps,
-                can_use_tool=self._can_use_tool,
-                hooks=self._hooks,
-                hook_context=self._hook_context(),
-                denials=self.permission_denials,
-                max_concurrency=self.settings.max_tool_concurrency,
-            ),
-            hooks=self._hooks,
-            hook_context=self._hook_context(),
-            context=self.context_state,
-            attachments=self.attachment_sources,
-            token_budget=token_budget,
-            normalizer=self._normalizer,
-            emit_stream_events=self.include_stream_events,
-        )
-
     def _observe(self, item: LoopItem, tally: _TurnTally) -> bool:
         """Take in one item from the loop; True when the caller should see it."""
         if isinstance(item, StreamEvent):
@@ -268,6 +244,31 @@ class QueryEngine:
         )
         self.transcript.flush()
         return result
+
+    def _loop_params(self, token_budget: TokenBudgetTracker | None = None) -> LoopParams:
+        """What a run of the loop (or a manual compaction's summary request) works with."""
+        return LoopParams(
+            deps=self.deps,
+            settings=self.settings,
+            tools=self.tools,
+            rctx=ToolRunContext(
+                tools=self.tools,
+                tool_ctx=self.tool_context,
+                deps=self.deps,
+                can_use_tool=self._can_use_tool,
+                hooks=self._hooks,
+                hook_context=self._hook_context(),
+                denials=self.permission_denials,
+                max_concurrency=self.settings.max_tool_concurrency,
+            ),
+            hooks=self._hooks,
+            hook_context=self._hook_context(),
+            context=self.context_state,
+            attachments=self.attachment_sources,
+            token_budget=token_budget,
+            normalizer=self._normalizer,
+            emit_stream_events=self.include_stream_events,
+        )
 
     def _hook_context(self) -> HookContext:
         return HookContext(

@@ -18,7 +18,7 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 
 
 class CompactRequest(StrEnum):
-    """How a compaction's summary request is built (docs/loop.md, Compaction)."""
+    """How a compaction's summary request is built (docs/loop.md, context shaping)."""
 
     # A request of its own: the summarizer's system prompt, no tools (the seeds' loop).
     OWN_PROMPT = "own_prompt"
