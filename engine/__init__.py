@@ -50,7 +50,7 @@ from engine.orchestration import (
 from engine.params import LoopParams
 from engine.process import NetworkPolicy, ToolEnvironment
 from engine.query_engine import QueryEngine, QueryResult, ResultSubtype
-from engine.settings import DEFAULT_MODEL, EngineSettings, MidStreamRecovery
+from engine.settings import DEFAULT_MODEL, CompactRequest, EngineSettings, MidStreamRecovery
 from engine.state import State, Terminal, Transition
 from engine.tools import Tool, ToolError, ToolResult, ToolUseContext, default_tools
 from engine.transcript import TranscriptWriter, read_transcript
@@ -64,6 +64,7 @@ __all__ = [
     "AttachmentMessage",
     "AttachmentType",
     "CommandHook",
+    "CompactRequest",
     "CompactTrigger",
     "CompactionError",
     "CompactionResult",

@@ -39,6 +39,7 @@ from engine.orchestration import PermissionCallback, PermissionDenial, ToolRunCo
 from engine.params import ContextState, LoopParams
 from engine.process import ToolEnvironment
 from engine.settings import EngineSettings
+from engine.shaping import conversation_request
 from engine.state import Terminal
 from engine.token_budget import TokenBudgetTracker, parse_token_budget
 from engine.tools import default_tools
@@ -179,28 +180,7 @@ class QueryEngine:
 
         tally = _TurnTally()
         budget_target = parse_token_budget(prompt) if isinstance(prompt, str) else None
-        params = LoopParams(
-            deps=self.deps,
-            settings=self.settings,
-            tools=self.tools,
-            rctx=ToolRunContext(
-                tools=self.tools,
-                tool_ctx=self.tool_context,
-                deps=self.deps,
-                can_use_tool=self._can_use_tool,
-                hooks=self._hooks,
-                hook_context=self._hook_context(),
-                denials=self.permission_denials,
-                max_concurrency=self.settings.max_tool_concurrency,
-            ),
-            hooks=self._hooks,
-            hook_context=self._hook_context(),
-            context=self.context_state,
-            attachments=self.attachment_sources,
-            token_budget=TokenBudgetTracker(budget_target) if budget_target else None,
-            normalizer=self._normalizer,
-            emit_stream_events=self.include_stream_events,
-        )
+        params = self._loop_params(TokenBudgetTracker(budget_target) if budget_target else None)
         try:
             async with aclosing(query(list(self.mutable_messages), params)) as items:
                 async for item in items:
@@ -250,6 +230,7 @@ class QueryEngine:
             model=self.settings.model,
             trigger=CompactTrigger.MANUAL,
             keep_recent_messages=self.settings.compact_keep_recent_messages,
+            conversation_request=conversation_request(self._loop_params(), model=self.settings.model),
         )
         for message in result.messages:
             self._accept(message)
@@ -268,6 +249,31 @@ class QueryEngine:
         )
         self.transcript.flush()
         return result
+
+    def _loop_params(self, token_budget: TokenBudgetTracker | None = None) -> LoopParams:
+        """What a run of the loop (or a manual compaction's summary request) works with."""
+        return LoopParams(
+            deps=self.deps,
+            settings=self.settings,
+            tools=self.tools,
+            rctx=ToolRunContext(
+                tools=self.tools,
+                tool_ctx=self.tool_context,
+                deps=self.deps,
+                can_use_tool=self._can_use_tool,
+                hooks=self._hooks,
+                hook_context=self._hook_context(),
+                denials=self.permission_denials,
+                max_concurrency=self.settings.max_tool_concurrency,
+            ),
+            hooks=self._hooks,
+            hook_context=self._hook_context(),
+            context=self.context_state,
+            attachments=self.attachment_sources,
+            token_budget=token_budget,
+            normalizer=self._normalizer,
+            emit_stream_events=self.include_stream_events,
+        )
 
     def _hook_context(self) -> HookContext:
         return HookContext(

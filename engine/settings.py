@@ -6,15 +6,26 @@ The defaults are the numbers Claude Code uses (docs/loop.md describes what each 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from engine.mid_stream import MidStreamRecovery
 from engine.prompt_cache import CacheTTL
 
-__all__ = ["DEFAULT_MODEL", "EngineSettings", "MidStreamRecovery"]
+__all__ = ["DEFAULT_MODEL", "CompactRequest", "EngineSettings", "MidStreamRecovery"]
 
 # From the SDK's own model list, and not marked deprecated there.
 DEFAULT_MODEL = "claude-sonnet-4-6"
+
+
+class CompactRequest(StrEnum):
+    """How a compaction's summary request is built (docs/loop.md, context shaping)."""
+
+    # A request of its own: the summarizer's system prompt, no tools (the seeds' loop).
+    OWN_PROMPT = "own_prompt"
+    # The conversation's own request (system, tools, messages) with the instruction appended
+    # as the last user turn, so it reads the prompt cache the loop wrote (today's Claude Code).
+    CONVERSATION_PREFIX = "conversation_prefix"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +79,7 @@ class EngineSettings:
     autocompact_max_failures: int = 3
     compact_prompt_too_long_retries: int = 3
     compact_keep_recent_messages: int = 0
+    compact_request: CompactRequest = CompactRequest.OWN_PROMPT
     reactive_compact: bool = True
 
     # Memory files read in the background at loop entry and attached once (globs, in the workspace).
@@ -91,11 +103,13 @@ class EngineSettings:
             raise ValueError(f"prompt_cache_ttl must be '5m' or '1h' (or None), not {self.prompt_cache_ttl!r}.")
         if self.max_retries < 0:
             raise ValueError(f"max_retries cannot be negative, not {self.max_retries}.")
-        # Written as a plain string in a scenario or session.json; stored as the enum.
-        if self.mid_stream_recovery not in tuple(MidStreamRecovery):
-            choices = " or ".join(repr(r.value) for r in MidStreamRecovery)
-            raise ValueError(f"mid_stream_recovery must be {choices}, not {self.mid_stream_recovery!r}.")
-        object.__setattr__(self, "mid_stream_recovery", MidStreamRecovery(self.mid_stream_recovery))
+        # A named choice is written as plain text in a scenario or session.json; stored as the enum.
+        for name, choices in (("mid_stream_recovery", MidStreamRecovery), ("compact_request", CompactRequest)):
+            value = getattr(self, name)
+            if value not in tuple(choices):
+                listed = " or ".join(repr(choice.value) for choice in choices)
+                raise ValueError(f"{name} must be {listed}, not {value!r}.")
+            object.__setattr__(self, name, choices(value))
 
     @property
     def default_max_output_tokens(self) -> int:

@@ -3,19 +3,24 @@
 Tiers run cheapest first: tool-result budget → snip → microcompact → context collapse →
 autocompact. Each is a projection of the working messages; only a compaction yields messages
 (its boundary and summary), and every tier that acts records a ``compaction`` trace event.
+A compaction's summary request may extend the loop's own request (``conversation_request``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from engine.compact import (
+    SINGLE_EXCHANGE_TEXT,
     CompactionError,
     CompactionResult,
     CompactTrigger,
+    ConversationRequest,
     apply_tool_result_budget,
     compact_conversation,
+    is_single_exchange,
     microcompact,
     should_autocompact,
     snip_old_rounds,
@@ -25,12 +30,26 @@ from engine.compact import (
 )
 from engine.events import CompactionTier, TraceEvent, TraceKind
 from engine.messages import Message
-from engine.model import ModelError, ModelErrorKind
+from engine.model import ModelError, ModelErrorKind, ModelRequest
+from engine.model_call import build_request
 from engine.params import LoopParams
 from engine.state import State
 from engine.tokens import token_count_with_estimation
 
-__all__ = ["ContextShaping", "ReactiveCompact", "harness_failure", "shape_context"]
+__all__ = ["ContextShaping", "ReactiveCompact", "conversation_request", "harness_failure", "shape_context"]
+
+
+def conversation_request(params: LoopParams, *, model: str) -> ConversationRequest:
+    """The loop's own request for some messages (``build_request``: system, tools, user context,
+    latched betas and TTL), for a summary request to extend. It normalizes from scratch, which
+    gives the same view: what is summarized may not extend the history the normalizer keeps."""
+    scratch = dataclasses.replace(params, normalizer=None)
+    max_tokens = params.settings.default_max_output_tokens
+
+    def build(messages: Sequence[Message]) -> ModelRequest:
+        return build_request(messages, scratch, model=model, max_tokens=max_tokens)
+
+    return build
 
 
 class ContextShaping:
@@ -122,6 +141,7 @@ class ContextShaping:
                     model=self._model,
                     trigger=CompactTrigger.AUTO,
                     keep_recent_messages=settings.compact_keep_recent_messages,
+                    conversation_request=conversation_request(params, model=self._model),
                 )
             except CompactionError as exc:
                 if harness_failure(exc) is not None:
@@ -150,9 +170,10 @@ def shape_context(working: list[Message], state: State, params: LoopParams, *, t
 
 
 class ReactiveCompact:
-    """Recovery's compaction: (optionally strip oversized media, then) summarize. After
-    ``run()``, ``messages`` holds the rebuilt history (empty when it failed) and ``failure`` a
-    harness failure that must end the loop."""
+    """Recovery's compaction: (optionally strip oversized media, then) summarize. A single
+    exchange is not compacted for a prompt too long: there is nothing before the prompt to
+    summarize. After ``run()``, ``messages`` holds the rebuilt history (empty when it failed or
+    did not run) and ``failure`` a harness failure that must end the loop."""
 
     def __init__(
         self, working: Sequence[Message], params: LoopParams, *, turn: int, model: str, strip_media: bool = False
@@ -172,6 +193,11 @@ class ReactiveCompact:
                 yield TraceEvent(TraceKind.COMPACTION, self._turn, {**data, "failed": "no media to strip"})
                 return
             messages = list(stripped.messages)
+        elif is_single_exchange(messages):
+            yield TraceEvent(
+                TraceKind.COMPACTION, self._turn, {**data, "failed": SINGLE_EXCHANGE_TEXT, "summary_requests": 0}
+            )
+            return
         try:
             result = await compact_conversation(
                 messages,
@@ -180,6 +206,7 @@ class ReactiveCompact:
                 model=self._model,
                 trigger=CompactTrigger.AUTO,
                 keep_recent_messages=self._params.settings.compact_keep_recent_messages,
+                conversation_request=conversation_request(self._params, model=self._model),
             )
         except CompactionError as exc:
             self.failure = harness_failure(exc)

@@ -64,7 +64,11 @@ CLI_TIMEOUT = 300.0
 _FLAG_SETTINGS = ("model", "max_turns", "fallback_model")
 # Engine settings whose value here is what the CLI always does (it has no flag for them): a
 # scenario that sets one to this value needs nothing mapped; another value is reported unmapped.
-_CLI_BUILT_IN: dict[str, object] = {"max_output_tokens_escalation": False, "mid_stream_recovery": "resume"}
+_CLI_BUILT_IN: dict[str, object] = {
+    "max_output_tokens_escalation": False,
+    "mid_stream_recovery": "resume",
+    "compact_request": "conversation_prefix",
+}
 # The engine's hook events and the CLI's names for them.
 _UNSET = object()
 _HOOK_EVENTS = {"pre_tool_use": "PreToolUse", "post_tool_use": "PostToolUse", "stop": "Stop"}
@@ -77,7 +81,8 @@ class Step(StrEnum):
     RESEND = "resend"  # the same number of messages again: a retry, a fallback or an escalation
     TOOL_RESULTS = "tool results"  # the answer kept, then a user message of tool results
     USER_TEXT = "user text after the answer"  # the answer kept, then a user text (a resume, hook feedback)
-    SUMMARY = "summary request"  # purpose compact
+    SUMMARY = "summary request"  # purpose compact, a request of its own (other tools or none)
+    PREFIX_SUMMARY = "summary request on the conversation's prefix"  # compact, the main request's tools
     COMPACTED = "compacted history"  # the first main request after a summary request
     SIDE = "side request"  # no tools, not a summary
     OTHER = "history changed"  # anything else
@@ -174,7 +179,7 @@ def request_facts(bodies: Sequence[Mapping[str, Any]]) -> tuple[RequestFacts, ..
         step: Step
         tool_errors = 0
         if purpose is RequestPurpose.COMPACT:
-            step, after_summary = Step.SUMMARY, True
+            step, after_summary = _summary_step(body, previous_main), True
         elif purpose is RequestPurpose.SIDE:
             step = Step.SIDE
         elif index == 0 or previous_main is None:
@@ -197,6 +202,14 @@ def request_facts(bodies: Sequence[Mapping[str, Any]]) -> tuple[RequestFacts, ..
             )
         )
     return tuple(facts)
+
+
+def _summary_step(body: Mapping[str, Any], previous_main: Mapping[str, Any] | None) -> Step:
+    """A summary request that offers the tools of the main request before it extends the
+    conversation's own request (so it can read its cache); any other is a request of its own."""
+    tools = body.get("tools")
+    same = previous_main is not None and bool(tools) and tools == previous_main.get("tools")
+    return Step.PREFIX_SUMMARY if same else Step.SUMMARY
 
 
 def _messages(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:

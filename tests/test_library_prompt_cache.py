@@ -1,7 +1,8 @@
 """The library's prompt-cache bundles show the cache at work in the usage the fake model reported
 (their turns pin no usage, so it is the fake's prompt cache speaking): reads across tool turns,
 nothing read after a changed system prompt or an idle gap past the TTL, and a backfilled tool
-input that never breaks the prefix, because the input sent back is the model's own."""
+input that never breaks the prefix, because the input sent back is the model's own. A summary
+request built on the conversation's prefix reads the cache too (its trace's cache audit)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 
 from replay.cassette import load_cassette
 from replay.prompt_cache.cache import minimum_cacheable_tokens
+from replay.session.bundle import TRACE_JSON_FILE
+from replay.trace.behaviour import BehaviourTrace, RequestTrace
 
 LIBRARY = Path(__file__).resolve().parent.parent / "cassettes"
 
@@ -147,3 +150,29 @@ def test_a_backfilled_tool_input_never_breaks_the_cache() -> None:
     # The hook (an observer) saw the backfilled, absolute path all the same.
     log = (LIBRARY / bundle / "transcript.jsonl").read_text(encoding="utf-8")
     assert '\\"file_path\\": \\"<workspace>/notes.md\\"' in log
+
+
+def audited_requests(bundle: str) -> list[RequestTrace]:
+    """The bundle's Messages requests in order, each with its cache audit, from its trace."""
+    trace = BehaviourTrace.from_json(json.loads((LIBRARY / bundle / TRACE_JSON_FILE).read_text(encoding="utf-8")))
+    return [r for _, p in trace.passes() for r in p.requests if r.cache is not None]
+
+
+def test_a_conversation_prefix_summary_request_reads_the_whole_prefix_the_first_request_wrote() -> None:
+    bundle = "summary-request-reads-the-cache"
+    first, summary, after = audited_requests(bundle)
+    settings = json.loads((LIBRARY / bundle / "session.json").read_text(encoding="utf-8"))["settings"]
+
+    assert settings["compact_request"] == "conversation_prefix"
+    assert (first.purpose, summary.purpose, after.purpose) == ("main", "compact", "main")
+    assert first.cache is not None and summary.cache is not None
+    assert summary.cache.read == first.cache.written > 0 and summary.cache.cache_break is None
+
+
+def test_an_own_prompt_summary_request_reads_nothing() -> None:
+    bundle = "autocompact-boundary"
+    summary = next(r for r in audited_requests(bundle) if r.purpose == "compact")
+    settings = json.loads((LIBRARY / bundle / "session.json").read_text(encoding="utf-8"))["settings"]
+
+    assert settings["compact_request"] == "own_prompt"
+    assert summary.cache is not None and summary.cache.read == 0

@@ -3,17 +3,20 @@
 ``should_autocompact`` decides (the threshold, collapse's suppression, the circuit breaker);
 ``compact_conversation`` does it. The summary is a real model call with query source
 ``compact``, streamed through the session's own ``ModelClient``, so it is recorded and replayed
-like any other request. If the summary request is itself too long, the oldest round is dropped
-from what is summarized and the request retried, at most
-``settings.compact_prompt_too_long_retries`` times. The new history is
+like any other request. ``settings.compact_request`` says how it is built: a request of its own
+(the summarizer's system prompt, no tools), or the conversation's own request with the
+instruction appended, which reads the prompt cache the loop wrote. If the summary request is
+itself too long, the oldest round is dropped from what is summarized and the request retried, at
+most ``settings.compact_prompt_too_long_retries`` times. The new history is
 ``[boundary, summary, *kept]``; old messages leave memory (the transcript keeps them).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from engine.compact._content import replace_media
 from engine.compact.boundary import CompactTrigger, compact_boundary, summary_message
@@ -34,7 +37,7 @@ from engine.model import (
     QuerySource,
 )
 from engine.normalize import normalize_messages_for_api
-from engine.settings import EngineSettings
+from engine.settings import CompactRequest, EngineSettings
 from engine.tokens import estimate_message_tokens, token_count_with_estimation
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "AutoCompactTracking",
     "CompactionError",
     "CompactionResult",
+    "ConversationRequest",
     "build_summary_request",
     "compact_conversation",
     "kept_messages_start",
@@ -77,6 +81,10 @@ code that matters most.
 and code.
 9. Optional Next Step: the next step, only if it follows directly from the user's most recent \
 request; quote the conversation to show where you left off."""
+
+# The request the loop would send for these messages (system, tools, user context, cache marks
+# as the loop places them): what a ``CONVERSATION_PREFIX`` summary request starts from.
+ConversationRequest = Callable[[Sequence[Message]], ModelRequest]
 
 # Stands first when a retry dropped the rounds before an assistant turn (the API wants a user turn first).
 TRUNCATED_FOR_RETRY_MARKER = "[Earlier conversation truncated for compaction retry]"
@@ -156,10 +164,13 @@ async def compact_conversation(
     model: str,
     trigger: CompactTrigger,
     keep_recent_messages: int = 0,
+    conversation_request: ConversationRequest | None = None,
 ) -> CompactionResult:
     """Summarize ``messages`` (all but the last ``keep_recent_messages``, widened so no kept
     tool_result loses its tool_use) with one model call, retried on prompt-too-long by dropping
-    the oldest round. Raises ``CompactionError`` on failure; ``messages`` is never changed."""
+    the oldest round. ``conversation_request`` builds the loop's own request, which a
+    ``CONVERSATION_PREFIX`` summary request extends. Raises ``CompactionError`` on failure;
+    ``messages`` is never changed."""
     if keep_recent_messages < 0:
         raise ValueError(f"keep_recent_messages cannot be negative, not {keep_recent_messages}.")
     source = list(messages)
@@ -171,7 +182,10 @@ async def compact_conversation(
     while True:
         requests += 1
         try:
-            summary_text = await _stream_summary(deps, build_summary_request(history, settings=settings, model=model))
+            request = build_summary_request(
+                history, settings=settings, model=model, conversation_request=conversation_request
+            )
+            summary_text = await _stream_summary(deps, request)
             break
         except ModelError as error:
             history = _after_prompt_too_long(error, history, attempt=requests, settings=settings)
@@ -192,33 +206,59 @@ async def compact_conversation(
     )
 
 
-def build_summary_request(history: Sequence[Message], *, settings: EngineSettings, model: str) -> ModelRequest:
-    """The summary request: the history as the API sees it (media as placeholders), then the
-    summary prompt as the last user turn; no tools, the summarizer's system prompt, and the
-    message cache mark on the second-to-last message (a side query writes no cache entry)."""
+def build_summary_request(
+    history: Sequence[Message],
+    *,
+    settings: EngineSettings,
+    model: str,
+    conversation_request: ConversationRequest | None = None,
+) -> ModelRequest:
+    """The summary request, with the summary prompt as the last user turn, as
+    ``settings.compact_request`` says: ``OWN_PROMPT``, the history as the API sees it (media as
+    placeholders), the summarizer's system prompt and no tools; ``CONVERSATION_PREFIX``, the
+    loop's own request for ``history`` (``conversation_request``: same system, tools, thinking
+    and messages), so its prefix is one the loop cached. Either way the message cache mark goes
+    on the second-to-last message: it reads what is cached and writes no entry of its own."""
+    if settings.compact_request is CompactRequest.CONVERSATION_PREFIX:
+        if conversation_request is None:
+            raise ValueError("A conversation_prefix summary request needs the conversation's own request builder.")
+        base = conversation_request(history)
+        return dataclasses.replace(
+            base,
+            messages=_with_summary_prompt(base.messages),
+            max_tokens=settings.summary_max_output_tokens,
+            query_source=QuerySource.COMPACT,
+            skip_cache_write=True,
+        )
     without_media, _ = replace_media(history, lambda kind: _MEDIA_PLACEHOLDER.format(kind=kind))
-    api = normalize_messages_for_api(without_media)
-    if api and api[0]["role"] == "assistant":
-        api.insert(0, {"role": "user", "content": [{"type": "text", "text": TRUNCATED_FOR_RETRY_MARKER}]})
-    prompt = {"type": "text", "text": COMPACT_PROMPT}
-    if api and api[-1]["role"] == "user":
-        # Joining the last user turn keeps the roles alternating (it may hold tool results,
-        # which must stay right after their tool_use).
-        api[-1]["content"] = [*api[-1]["content"], prompt]
-    else:
-        api.append({"role": "user", "content": [prompt]})
     return ModelRequest(
         model=model,
-        messages=api,
+        messages=_with_summary_prompt(normalize_messages_for_api(without_media)),
         max_tokens=settings.summary_max_output_tokens,
         system=COMPACT_SYSTEM_PROMPT,
         query_source=QuerySource.COMPACT,
         betas=settings.betas,
         cache_ttl=settings.prompt_cache_ttl,
-        # It reuses the conversation's prefix: its message mark goes one message earlier, so it
-        # reads what the loop cached and writes no entry of its own.
         skip_cache_write=True,
     )
+
+
+def _with_summary_prompt(api: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``api`` (never changed: the loop's view may be shared) with the summary prompt as the
+    last user turn, and a user turn first when a retry left an assistant turn there."""
+    messages = list(api)
+    if messages and messages[0]["role"] == "assistant":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": TRUNCATED_FOR_RETRY_MARKER}]})
+    prompt = {"type": "text", "text": COMPACT_PROMPT}
+    if messages and messages[-1]["role"] == "user":
+        # Joining the last user turn keeps the roles alternating (it may hold tool results,
+        # which must stay right after their tool_use).
+        content = messages[-1]["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        messages[-1] = {**messages[-1], "content": [*blocks, prompt]}
+    else:
+        messages.append({"role": "user", "content": [prompt]})
+    return messages
 
 
 def kept_messages_start(messages: Sequence[Message], keep_recent_messages: int) -> int:

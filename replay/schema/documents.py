@@ -55,8 +55,9 @@ class _Exact(BaseModel):
 
 
 def document_type(hint: Any) -> Any:
-    """The JSON/YAML shape of a settings type: a tuple is written as a list, an enum as one of its
-    values; the rest is the same type. Applied inside unions (``X | None``) and containers."""
+    """The JSON/YAML shape of a settings type: a tuple is written as a list, a string enum as
+    one of its values (the settings turn it back into the enum); the rest is the same type.
+    Applied inside unions (``X | None``) and containers."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if isinstance(hint, type) and issubclass(hint, enum.StrEnum):

@@ -4,10 +4,12 @@ wrote to it and left uncached, and where its prefix broke from the one cached be
 It reads request bodies alone (normalized as fingerprints are, so a replay in another folder
 gives the same numbers) and simulates the cache the fake model keeps (`replay.prompt_cache`), on
 the session clock when the requests carry times. A break is judged per purpose — a main request
-against the previous main request, a compaction summary request against the previous one — when
-that request cached its prefix and this one does not start with it (or it expired on the
-clock); its cause is told in the loop's terms from the first JSON path where they differ and
-from the context-shaping the loop did in between.
+against the previous main request, a compaction summary request against the previous one, unless
+it offers the main request's tools (it extends the conversation's own request:
+``compact_request: conversation_prefix``), then against the previous main request — when that
+request cached its prefix and this one does not start with it (or it expired on the clock); its
+cause is told in the loop's terms from the first JSON path where they differ and from the
+context-shaping the loop did in between.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ _IN_PLACE_TIERS: Final = frozenset(
     {CompactionTier.TOOL_RESULT_BUDGET, CompactionTier.SNIP, CompactionTier.MICROCOMPACT}
 )
 _SECTIONS: Final = {"tools": 0, "system": 1, "messages": 2}
+_MAIN: Final = "main"
+_COMPACT: Final = "compact"
 _INDEX = re.compile(r"\[(\d+)\]")
 
 
@@ -132,7 +136,7 @@ class CacheAudit:
         prefix = last.tokens if last is not None else 0
         if not request.answered:
             return RequestCache(marks=count_cache_marks(body), prefix=prefix, read=0, written=0, uncached=0)
-        previous = self._last.get(request.purpose)
+        previous = self._baseline(request.purpose, body)
         cache_break = None
         if previous is not None:
             cache_break = self._break(previous, body, model, plan.prefixes, opens_prompt=request.opens_prompt)
@@ -147,6 +151,14 @@ class CacheAudit:
             uncached=usage.input_tokens,
             cache_break=cache_break,
         )
+
+    def _baseline(self, purpose: str, body: Mapping[str, Any]) -> _Cached | None:
+        """The earlier request whose cached prefix this one should start with: the last of its
+        purpose, or for a summary request that offers the main request's tools, the last main one."""
+        main, tools = self._last.get(_MAIN), body.get("tools")
+        if purpose == _COMPACT and main is not None and tools and tools == main.body.get("tools"):
+            return main
+        return self._last.get(purpose)
 
     def _break(
         self,

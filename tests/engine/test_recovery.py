@@ -18,6 +18,7 @@ from engine import (
     TraceKind,
     UserMessage,
 )
+from engine.compact import SINGLE_EXCHANGE_TEXT
 from engine.continuation import MAX_OUTPUT_TOKENS_RECOVERY_TEXT
 from engine.hooks import Hooks, StopHookInput, StopHookResult
 from tests.engine.conftest import Session, assert_pairing, make_session
@@ -30,6 +31,8 @@ PTL = {
 }
 OVERLOADED = {"fault": "http_error", "status": 529, "error_type": "overloaded_error", "message": "Overloaded"}
 SUMMARY = {"content": [{"text": "Summary: the user asked for help and we discussed it."}]}
+# A tool round before the error: something before the pending request to summarize.
+ROUND = {"content": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}]}
 DONE = {"content": [{"text": "Done."}]}
 
 
@@ -91,14 +94,14 @@ async def test_recovery_keeps_the_partial_answer_and_asks_to_resume(session_root
 
 
 async def test_prompt_too_long_compacts_reactively_once_and_retries(session_root: Path) -> None:
-    session = make_session(session_root, [PTL, SUMMARY, DONE])
+    session = make_session(session_root, [ROUND, PTL, SUMMARY, DONE])
     result = await session.submit("hello")
 
-    assert transitions(session) == [None, "reactive_compact_retry"]
+    assert transitions(session) == [None, "next_turn", "reactive_compact_retry"]
     assert result.result == "Done." and result.terminal_reason is Terminal.COMPLETED
-    summary_request = session.requests[1]
+    summary_request = session.requests[2]
     assert "tools" not in summary_request
-    retried = session.requests[2]["messages"]
+    retried = session.requests[3]["messages"]
     assert "Summary: the user asked for help" in retried[0]["content"][0]["text"]
     boundary = session.engine.mutable_messages[0]
     assert isinstance(boundary, SystemMessage) and boundary.subtype.value == "compact_boundary"
@@ -108,13 +111,39 @@ async def test_prompt_too_long_compacts_reactively_once_and_retries(session_root
 
 
 async def test_prompt_too_long_again_after_reactive_compact_ends_prompt_too_long(session_root: Path) -> None:
-    session = make_session(session_root, [PTL, SUMMARY, PTL])
+    session = make_session(session_root, [ROUND, PTL, SUMMARY, PTL])
     result = await session.submit("hello")
 
-    assert transitions(session) == [None, "reactive_compact_retry"]
+    assert transitions(session) == [None, "next_turn", "reactive_compact_retry"]
     assert result.terminal_reason is Terminal.PROMPT_TOO_LONG
     error = session.engine.mutable_messages[-1]
     assert isinstance(error, AssistantMessage) and error.content[0]["text"] == "Prompt is too long"
+
+
+async def test_prompt_too_long_on_a_single_exchange_ends_without_a_summary_request(session_root: Path) -> None:
+    # Only the pending prompt: a summary request would carry that same too-long prompt.
+    calls: list[StopHookInput] = []
+    session = make_session(session_root, [PTL], hooks=Hooks(stop=[calls.append]))
+    result = await session.submit("hello")
+
+    assert result.terminal_reason is Terminal.PROMPT_TOO_LONG
+    assert len(session.requests) == 1 and transitions(session) == [None]
+    assert calls == []
+    error = session.engine.mutable_messages[-1]
+    assert isinstance(error, AssistantMessage) and error.content[0]["text"] == "Prompt is too long"
+    (compaction,) = session.trace(TraceKind.COMPACTION)
+    assert compaction.data == {"tier": "reactive_compact", "failed": SINGLE_EXCHANGE_TEXT, "summary_requests": 0}
+
+
+async def test_prompt_too_long_after_a_completed_exchange_compacts_reactively(session_root: Path) -> None:
+    session = make_session(session_root, [DONE, PTL, SUMMARY, {"content": [{"text": "Second."}]}])
+    await session.submit("first")
+    result = await session.submit("second")
+
+    assert result.result == "Second." and result.terminal_reason is Terminal.COMPLETED
+    assert transitions(session) == [None, None, "reactive_compact_retry"]
+    summary_request = str(session.requests[2]["messages"])
+    assert "first" in summary_request and "Done." in summary_request and "second" in summary_request
 
 
 async def test_prompt_too_long_without_reactive_compact_ends_at_once_without_stop_hooks(session_root: Path) -> None:
@@ -134,7 +163,7 @@ async def test_prompt_too_long_without_reactive_compact_ends_at_once_without_sto
 
 async def test_a_withheld_error_is_not_yielded_while_recovery_can_still_act(session_root: Path) -> None:
     seen: list[Any] = []
-    session = make_session(session_root, [PTL, SUMMARY, DONE])
+    session = make_session(session_root, [ROUND, PTL, SUMMARY, DONE])
     await session.submit("hello", on_output=lambda item, engine: seen.append(item))
 
     errors = [m for m in seen if isinstance(m, AssistantMessage) and m.is_api_error_message]
@@ -170,10 +199,10 @@ async def test_collapse_drains_once_before_reactive_compact(session_root: Path) 
 
 
 async def test_collapse_with_nothing_to_drain_falls_through_to_reactive_compact(session_root: Path) -> None:
-    session = make_session(session_root, [PTL, SUMMARY, DONE], settings=EngineSettings(context_collapse=True))
+    session = make_session(session_root, [ROUND, PTL, SUMMARY, DONE], settings=EngineSettings(context_collapse=True))
     result = await session.submit("hello")
 
-    assert transitions(session) == [None, "reactive_compact_retry"]
+    assert transitions(session) == [None, "next_turn", "reactive_compact_retry"]
     assert result.result == "Done."
 
 
@@ -255,10 +284,10 @@ async def test_the_reactive_compact_flag_survives_a_stop_hook_block(session_root
         return StopHookResult(block=True, reason="again") if not hook_input.stop_hook_active else StopHookResult()
 
     # PTL → compact → answer → hook blocks → PTL again: no second reactive compact this turn.
-    session = make_session(session_root, [PTL, SUMMARY, DONE, PTL], hooks=Hooks(stop=[stop_hook]))
+    session = make_session(session_root, [ROUND, PTL, SUMMARY, DONE, PTL], hooks=Hooks(stop=[stop_hook]))
     result = await session.submit("go")
 
-    assert transitions(session) == [None, "reactive_compact_retry", "stop_hook_blocking"]
+    assert transitions(session) == [None, "next_turn", "reactive_compact_retry", "stop_hook_blocking"]
     assert result.terminal_reason is Terminal.PROMPT_TOO_LONG
 
 

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import httpx2
 import pytest
 
-from engine.compact.reactive import reactive_compact, strip_media
+from engine.compact.autocompact import CompactionError
+from engine.compact.reactive import is_single_exchange, reactive_compact, strip_media
 from engine.deps import QueryDeps
 from engine.model import AnthropicModel
 from engine.settings import EngineSettings
@@ -96,3 +97,30 @@ async def test_reactive_compact_keeps_as_many_recent_messages_as_the_settings_sa
     settings = EngineSettings(compact_keep_recent_messages=1)
     result = await reactive_compact(chat.messages, deps=deps, settings=settings, model="claude-sonnet-4-6")
     assert uuids(result.kept) == [chat.messages[-1].uuid]
+
+
+def test_a_prompt_alone_is_a_single_exchange_and_a_response_ends_it() -> None:
+    chat = Conversation()
+    chat.user("explain the retry policy")
+    assert is_single_exchange(chat.messages)
+    chat.response(text("It retries."))
+    chat.user("and the timeouts?")
+    assert not is_single_exchange(chat.messages)
+
+
+def test_an_api_error_is_not_a_response() -> None:
+    chat = Conversation()
+    chat.user("explain the retry policy")
+    chat.api_error()
+    assert is_single_exchange(chat.messages)
+
+
+async def test_a_single_exchange_is_not_compacted_and_no_summary_is_asked_for(
+    deps_and_fake: tuple[QueryDeps, FakeModel],
+) -> None:
+    deps, fake = deps_and_fake
+    chat = Conversation()
+    chat.user("explain the retry policy")
+    with pytest.raises(CompactionError, match="single exchange"):
+        await reactive_compact(chat.messages, deps=deps, settings=EngineSettings(), model="claude-sonnet-4-6")
+    assert fake.requests == []

@@ -103,6 +103,18 @@ def test_a_summary_request_and_the_request_after_it_are_a_compaction() -> None:
     ]
 
 
+def test_a_summary_request_offering_the_main_requests_tools_is_on_the_conversations_prefix() -> None:
+    summary = user(text("Write a detailed summary of the conversation so far."))
+    bodies = [request(PROMPT), request(PROMPT, CALL, summary), request(user(text("Summary: ...")), PROMPT)]
+
+    facts = conformance.request_facts(bodies)
+
+    assert [f.step for f in facts] == [Step.PROMPT, Step.PREFIX_SUMMARY, Step.COMPACTED]
+    assert conformance.render_steps(facts) == (
+        "3: prompt → summary request on the conversation's prefix → compacted history"
+    )
+
+
 def test_a_request_without_tools_that_is_no_summary_is_a_side_request() -> None:
     facts = conformance.request_facts([request(user(text("A title for this chat")), tools=False), request(PROMPT)])
 

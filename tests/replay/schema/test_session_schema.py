@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine import EngineSettings
+from engine import CompactRequest, EngineSettings
 from replay.fake.blocks import ScenarioError
 from replay.fake.scenario import load_scenario
 from replay.schema.documents import (
@@ -61,7 +61,8 @@ def test_every_engine_setting_is_in_the_schema_with_its_type_and_default() -> No
         assert field.default == (list(default) if isinstance(default, tuple) else default), name
 
 
-def test_a_tuple_setting_is_written_as_a_list_and_the_rest_keep_their_type() -> None:
+def test_a_tuple_setting_is_a_list_an_enum_one_of_its_values_and_the_rest_keep_their_type() -> None:
+    assert document_type(CompactRequest) == typing.Literal["own_prompt", "conversation_prefix"]
     assert document_type(tuple[str, ...]) == list[str]
     assert document_type(int | None) == int | None
     assert document_type(dict[str, Any] | None) == dict[str, Any] | None
@@ -106,6 +107,15 @@ def _types(hint: Any) -> set[Any]:
 def test_an_integer_setting_takes_only_an_integer(value: Any) -> None:
     with pytest.raises(SchemaError, match=r"settings\.context_window must be an integer"):
         engine_settings_from({"context_window": value}, source=SOURCE)
+
+
+def test_a_string_enum_setting_takes_one_of_its_values_and_round_trips_through_session_json() -> None:
+    settings = engine_settings_from({"compact_request": "conversation_prefix"}, source=SOURCE)
+    text = SessionSpec(prompts=("hi",), settings=settings).to_json()
+
+    assert settings.compact_request is CompactRequest.CONVERSATION_PREFIX
+    assert '"compact_request": "conversation_prefix"' in text
+    assert SessionSpec.from_json(text, source=SOURCE).settings == settings
 
 
 def test_a_number_setting_takes_an_integer_and_keeps_it_as_written() -> None:

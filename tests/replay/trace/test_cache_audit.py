@@ -200,6 +200,26 @@ def test_a_summary_request_is_judged_against_the_previous_summary_request_not_th
     assert second.cache_break is None and second.read == first.prefix
 
 
+def test_a_summary_request_on_the_conversations_prefix_is_judged_against_the_main_request() -> None:
+    # It offers the main request's tools and extends its messages (compact_request: conversation_prefix).
+    def summary(messages: list[dict[str, Any]]) -> AuditedRequest:
+        extended = body([*messages[:-1], {**messages[-1], "content": [*messages[-1]["content"]]}])
+        extended["messages"][-1]["content"].append({"type": "text", "text": "Summarize the conversation."})
+        return AuditedRequest(body=extended, purpose="compact")
+
+    compacted = [user("Summary of the conversation so far: two Python files."), user("Continue.")]
+    audited = audit(
+        AuditedRequest(body=body(SECOND)),
+        summary(SECOND),
+        AuditedRequest(body=body(compacted), shaped=frozenset({Shaping.BOUNDARY})),
+        summary([*compacted, tool_use("toolu_3", "Glob", {"pattern": "*"}), tool_result("toolu_3", "a.py")]),
+    )
+    first_summary, second_summary = audited[1], audited[3]
+    assert first_summary.cache_break is None and first_summary.read > 0
+    # The second summary starts with the compacted conversation, not with the first summary.
+    assert second_summary.cache_break is None and second_summary.read > 0
+
+
 def test_a_request_never_answered_reads_writes_and_bills_nothing_and_its_retry_writes() -> None:
     failed, retried = audit(AuditedRequest(body=body(FIRST), answered=False), AuditedRequest(body=body(FIRST)))
     assert (failed.read, failed.written, failed.uncached) == (0, 0, 0)
