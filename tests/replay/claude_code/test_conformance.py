@@ -275,17 +275,6 @@ def test_a_difference_without_an_explanation_is_left_to_the_lead() -> None:
     ) in page
 
 
-def test_a_setting_that_asks_for_the_clis_own_behaviour_needs_no_flag() -> None:
-    scenario = load_scenario(ROOT / "cassettes" / "max-output-tokens-resumed-without-escalation" / "scenario.yaml")
-    assert scenario.settings == {"max_output_tokens_escalation": False}
-
-    assert conformance.cli_invocation(scenario, SessionOptions(), "claude-sonnet-4-6").unmapped == ()
-    escalating = dataclasses.replace(scenario, settings={"max_output_tokens_escalation": True})
-    assert conformance.cli_invocation(escalating, SessionOptions(), "claude-sonnet-4-6").unmapped == (
-        "setting `max_output_tokens_escalation: true`",
-    )
-
-
 # Where the engine was changed to match the CLI, or offers the CLI's behaviour as a setting, the
 # pinned CLI and the engine now agree on everything but what is named here.
 AGREEMENTS = {
@@ -293,6 +282,10 @@ AGREEMENTS = {
     "stop-hook-prevents-continuation": (),
     # Same requests and limits; the CLI names the end api_error, the engine completed (both is_error).
     "max-output-tokens-resumed-without-escalation": ("terminal",),
+    "mid-stream-error-resent-without-streaming": (),
+    "mid-stream-error-resumes-partial-answer": (),
+    "malformed-response-resent-without-streaming": (),
+    "summary-request-reads-the-cache": (),
 }
 
 
