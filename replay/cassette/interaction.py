@@ -97,6 +97,9 @@ class RecordedResponse:
     # list[SseEvent] for SSE, the JSON value, the text, or base64 text for binary.
     body: Any = None
     fault: RecordedFault | None = None
+    # The chunks a client reads, encoded at the first replay and kept: a response is replayed
+    # as often as it is requested, and encoding its events is most of a replay's own cost.
+    _chunks: tuple[bytes, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def began(self) -> bool:
@@ -108,6 +111,14 @@ class RecordedResponse:
     def chunks(self) -> list[bytes]:
         """The body as a client reads it: one chunk per event for an event stream. A fault's
         cut is applied: only what arrived before it is returned."""
+        chunks = self._chunks
+        if chunks is None:
+            chunks = tuple(self._encode_chunks())
+            # Frozen: the cache is the one field set after construction (``replace`` resets it).
+            object.__setattr__(self, "_chunks", chunks)
+        return list(chunks)
+
+    def _encode_chunks(self) -> list[bytes]:
         if self.kind is BodyKind.SSE:
             chunks = [encode_sse_event(e) for e in self.body]
             if self.fault is not None and self.fault.after_events is not None:

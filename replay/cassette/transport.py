@@ -34,6 +34,7 @@ from replay.cassette.fingerprints import (
 )
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
+from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.tool_result_order import tool_results_by_id
 
@@ -45,6 +46,7 @@ __all__ = [
     "CassettePlayer",
     "CassetteTransport",
     "LoggedRequest",
+    "NormalizedText",
     "SyncCassetteTransport",
     "UnplayedInteractionsError",
     "replay_response",
@@ -61,6 +63,7 @@ RERECORD_HINT = (
     "a bundle, `replay run BUNDLE --update`."
 )
 _NEAREST = 3
+_UNPARSED = object()  # a live body not parsed yet (the fast path never needs it parsed)
 _DIFF_LINES = 40
 
 
@@ -70,6 +73,32 @@ class CassetteMismatchError(Exception):
 
 class UnplayedInteractionsError(Exception):
     """Strict mode: recorded interactions that no request asked for."""
+
+
+@dataclass(frozen=True)
+class NormalizedText:
+    """A body kept as its normalized canonical JSON, parsed when someone reads it."""
+
+    text: str
+
+
+class _ParsedOnRead:
+    """The descriptor behind `LoggedRequest.body`: a `NormalizedText` given to it is parsed at
+    the first read (the cache audit reads bodies; a replay alone never does), then kept."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return None  # the dataclass field's default
+        value = instance.__dict__[self._slot]
+        if isinstance(value, NormalizedText):
+            value = instance.__dict__[self._slot] = json.loads(value.text)
+        return value
+
+    def __set__(self, instance: object, value: Any) -> None:
+        instance.__dict__[self._slot] = value
 
 
 @dataclass(frozen=True)
@@ -83,7 +112,8 @@ class LoggedRequest:
     path: str
     fingerprint: str
     matched: bool = True
-    body: Any = None
+    # Parsed from its normalized text at the first read (see `_ParsedOnRead`).
+    body: Any = _ParsedOnRead()
     at: float | None = None
     # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
     answered: bool = True
@@ -115,6 +145,8 @@ class CassettePlayer:
         # the pytest plugin, names its own command).
         self.rerecord_hint = RERECORD_HINT
         self._normalizer = normalizer or Normalizer()
+        # Live requests keyed a piece at a time, each piece normalized once (see request_keys).
+        self._keys = RequestKeys(self._normalizer)
         recorded_normalizer = recorded_normalizer or Normalizer()
         self._recorded_normalizer = recorded_normalizer
         # Recorded requests by fingerprint with their tool results in id order, built at the
@@ -156,12 +188,23 @@ class CassettePlayer:
     def match(self, method: str, path: str, body: bytes) -> Interaction:
         """The next recorded interaction for this request; ``CassetteMismatchError`` if none."""
         self._requests += 1
-        # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
-        parsed = parse_body(scrub_bytes(body))
-        key, body_seen = fingerprint_with_body(method, path, parsed, normalizer=self._normalizer)
+        parsed: Any = _UNPARSED
+        body_seen: Any
+        fast = self._keys.key(method, path, body)
+        if fast is not None:
+            key, body_seen = fast.fingerprint, NormalizedText(fast.normalized)
+        else:
+            # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
+            parsed = parse_body(scrub_bytes(body))
+            key, body_seen = fingerprint_with_body(method, path, parsed, normalizer=self._normalizer)
         queue = self._queues.get(key)
         at = self.clock() if self.clock is not None else None
-        recorded = queue.popleft() if queue else self._in_another_results_order(method, path, parsed)
+        if queue:
+            recorded: _Recorded | None = queue.popleft()
+        else:
+            if parsed is _UNPARSED:
+                parsed = parse_body(scrub_bytes(body))
+            recorded = self._in_another_results_order(method, path, parsed)
         if recorded is None:
             self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at, answered=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
@@ -190,6 +233,9 @@ class CassettePlayer:
 
     def fingerprint_of(self, method: str, path: str, body: bytes) -> str:
         """The fingerprint this player gives a live request."""
+        fast = self._keys.key(method, path, body)
+        if fast is not None:
+            return fast.fingerprint
         return fingerprint(method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
 
     def unplayed(self) -> list[int]:

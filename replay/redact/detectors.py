@@ -57,6 +57,8 @@ logging.captureWarnings(False)
 __all__ = [
     "CREDENTIAL_NAME_WORDS",
     "PRIORITY",
+    "PRIVATE_KEY_MARKERS",
+    "RAW_HINTS",
     "AnthropicKeyDetector",
     "BearerTokenDetector",
     "OpenAIKeyDetector",
@@ -129,6 +131,10 @@ _TOKEN_PLUGINS: Final[tuple[tuple[BasePlugin, SecretKind, tuple[str, ...]], ...]
     (JwtTokenDetector(), SecretKind.JWT, ("eyj",)),
     (BearerTokenDetector(), SecretKind.BEARER_TOKEN, ("bearer",)),
 )
+# Every hint of every token plugin, and the markers `private_key_blocks` needs: a text holding none
+# of them gives no token and no private key.
+RAW_HINTS: Final = tuple(sorted({hint for _, _, hints in _TOKEN_PLUGINS for hint in hints}))
+PRIVATE_KEY_MARKERS: Final = ("PRIVATE KEY", "PuTTY")
 # When two kinds claim a value, the lower rank wins.
 PRIORITY: Final = {
     kind: rank
@@ -234,7 +240,7 @@ def private_key_blocks(text: str) -> Iterator[str]:
     block BEGIN to END (newlines real or JSON-escaped, lines perhaps numbered as Read numbers
     them), or with no END the BEGIN line and the base64 lines after it; any other flagged key
     (PuTTY) from its marker to the end of the line."""
-    if "PRIVATE KEY" not in text and "PuTTY" not in text:
+    if not any(marker in text for marker in PRIVATE_KEY_MARKERS):
         return
     if not any(True for _ in _PRIVATE_KEY_PLUGIN.analyze_string(text)):
         return

@@ -26,6 +26,8 @@ from typing import Any, Final
 
 from replay.redact.detectors import (
     PRIORITY,
+    PRIVATE_KEY_MARKERS,
+    RAW_HINTS,
     decoded_strings,
     entropy_values,
     environment_credentials,
@@ -33,7 +35,7 @@ from replay.redact.detectors import (
     private_key_blocks,
     token_values,
 )
-from replay.redact.kinds import Detection, SecretKind, worth_redacting
+from replay.redact.kinds import MIN_SECRET_LENGTH, Detection, SecretKind, worth_redacting
 from replay.redact.pieces import replace_in_pieces
 
 __all__ = ["Redactor", "current_redactor"]
@@ -52,6 +54,7 @@ class Redactor:
         # value -> the label of its placeholder
         self.known: dict[str, str] = {v: label for v, label in (known or {}).items() if worth_redacting(v)}
         self._cache: dict[str, frozenset[Detection]] = {}
+        self._known_forms: tuple[str, ...] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -73,17 +76,61 @@ class Redactor:
             if old is None or PRIORITY[detection.kind] < PRIORITY[old.kind]:
                 found[detection.value] = detection
 
-        for value, label in self.known.items():
-            if any(form in text for form in _forms(value)):
-                add(Detection(value, SecretKind.ENVIRONMENT_CREDENTIAL, label))
-        for value, kind in token_values(text):
-            add(Detection(value, kind, kind))
-        for block in private_key_blocks(text):
-            add(Detection(block, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY))
+        for detection in self.detect_in_raw_text(text):
+            add(detection)
         for string in () if binary else decoded_strings(text):
-            for detection in self._detect_decoded(string):
+            for detection in self.detect_in_string(string):
                 add(detection)
         return sorted(found.values(), key=lambda d: (-len(d.value), d.value))
+
+    def detect_in_raw_text(self, text: str) -> list[Detection]:
+        """What `detect` finds in the text as it is (known values, tokens, private keys), before
+        it looks at the text's decoded strings."""
+        found = [
+            Detection(value, SecretKind.ENVIRONMENT_CREDENTIAL, label)
+            for value, label in self.known.items()
+            if any(form in text for form in _forms(value))
+        ]
+        found.extend(Detection(value, kind, kind) for value, kind in token_values(text))
+        found.extend(Detection(b, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY) for b in private_key_blocks(text))
+        return found
+
+    def detect_in_string(self, string: str) -> frozenset[Detection]:
+        """What `detect` finds in one decoded string of a text (cached: a history is re-sent on
+        every request)."""
+        return self._detect_decoded(string)
+
+    def strings_clean(self, strings: Iterable[str]) -> bool:
+        """Whether `detect_in_string` finds nothing in any of ``strings``. Every value it
+        finds is a part of its string at least `MIN_SECRET_LENGTH` long, so shorter strings
+        (most keys and small values of a JSON document) are not looked up."""
+        cache = self._cache
+        for string in strings:
+            if len(string) < MIN_SECRET_LENGTH:
+                continue
+            found = cache.get(("d", string))  # type: ignore[call-overload]
+            if found is None:
+                found = self._detect_decoded(string)
+            if found:
+                return False
+        return True
+
+    def known_forms(self) -> tuple[str, ...]:
+        """Every form of every known value, as `detect_in_raw_text` looks for them."""
+        if self._known_forms is None:
+            self._known_forms = tuple(form for value in self.known for form in _forms(value))
+        return self._known_forms
+
+    def may_find_in_raw_text(self, text: str) -> bool:
+        """A cheap test that `detect_in_raw_text` finds nothing in ``text`` when it is False:
+        every token plugin runs only where one of its hints is (lowercased), a private key
+        needs its marker, and a known value one of its forms."""
+        lowered = text.lower()
+        return (
+            any(hint in lowered for hint in RAW_HINTS)
+            or any(marker in text for marker in PRIVATE_KEY_MARKERS)
+            or any(form in text for form in self.known_forms())
+        )
 
     def _detect_decoded(self, string: str) -> frozenset[Detection]:
         def compute() -> set[Detection]:
@@ -215,11 +262,20 @@ def _line_of(starts: list[int], offset: int) -> int:
 
 _CURRENT: dict[tuple[tuple[str, str], ...], Redactor] = {}
 _CURRENT_LOCK = threading.Lock()
+# The environment last seen and its redactor: the same mapping again (the usual case, a replay
+# asks once per request) is told by comparing the stored entries, without sorting and decoding
+# them all.
+_LAST: tuple[dict[Any, Any], Redactor] | None = None
 
 
 def current_redactor() -> Redactor:
     """The redactor for this process's environment as it is now (cached per environment, so a
     variable set later, by a test say, is known too)."""
+    global _LAST
+    data = getattr(os.environ, "_data", None)
+    last = _LAST
+    if last is not None and data == last[0]:
+        return last[1]
     snapshot = tuple(sorted(os.environ.items()))
     redactor = _CURRENT.get(snapshot)
     if redactor is None:
@@ -228,4 +284,6 @@ def current_redactor() -> Redactor:
             if len(_CURRENT) > 16:
                 _CURRENT.clear()
             _CURRENT[snapshot] = redactor
+    if isinstance(data, dict):
+        _LAST = (dict(data), redactor)
     return redactor

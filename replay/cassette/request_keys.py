@@ -1,0 +1,190 @@
+"""Request fingerprints at replay speed: the same fingerprint as `replay.cassette.fingerprints`,
+computed from the raw body a piece at a time, each piece normalized once.
+
+An agent loop re-sends its whole history on every request, so most of a request body is bytes the
+player has already seen. `RequestKeys` splits a compact JSON object (what the SDK sends) into its
+members and the elements of its ``messages`` list, with the C JSON scanner, and keeps per raw
+piece its normalized canonical JSON and whether the redactor finds anything in its strings. A
+request made only of pieces already seen costs a scan, a dictionary lookup per piece and one
+SHA-256.
+
+The slow path (scrub the whole body, parse it, normalize it) is still what defines a fingerprint;
+this one answers only when it provably gives the same text:
+
+- The body is one compact JSON object (no whitespace between its members or its messages), with
+  no key twice, that starts with ``{`` and decodes as UTF-8: anything else goes the slow way.
+- Scrubbing would change nothing. The redactor's decoded-string detectors see every string of the
+  document, and a string lies inside one piece (a member holds its key), so they find nothing in
+  the whole body exactly when they find nothing in any piece (kept per piece). Its raw-text
+  detectors (known values, tokens, private keys) may match across pieces, so they run on the whole
+  text of every request, as the slow path runs them. A body in which anything is found takes the
+  slow path, which redacts it.
+- A piece's normalized text is `Normalizer._value` of its parsed value, which is what
+  ``Normalizer.body`` joins for a parsed body; parsing a piece on its own gives the value parsing
+  the whole body gives it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
+from replay.redact.redactor import Redactor, current_redactor
+
+__all__ = ["FastKey", "RequestKeys"]
+
+_MESSAGES: Final = "messages"
+_MESSAGES_OPENING: Final = '"messages":['
+# What separates the pieces of a body: a hint or a known value's form without any of these
+# characters lies inside one piece wherever it occurs in the body.
+_STRUCTURE: Final = frozenset('",:[]{}')
+# Pieces kept per player before the cache starts again (a long session re-sends a few hundred).
+_PIECE_LIMIT: Final = 100_000
+_scan = json.JSONDecoder().scan_once  # (text, index) -> (value, end), StopIteration if none
+
+
+@dataclass(frozen=True)
+class FastKey:
+    """A request's fingerprint and its body's normalized canonical JSON text."""
+
+    fingerprint: str
+    normalized: str
+
+
+@dataclass(frozen=True)
+class _Piece:
+    normalized: str
+    clean: bool  # the redactor's decoded-string detectors find nothing in it
+    suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
+
+
+class _NotFast(Exception):
+    """The body is not one this path can key exactly: take the slow path."""
+
+
+class RequestKeys:
+    """Fingerprints a player's live requests through the per-piece cache (one per normalizer)."""
+
+    def __init__(self, normalizer: Normalizer) -> None:
+        self._normalizer = normalizer
+        self._members: dict[str, tuple[str, _Piece]] = {}  # raw `"key":value` -> (key, piece)
+        self._elements: dict[str, _Piece] = {}  # raw element of `messages` -> piece
+        self._redactor: Redactor | None = None
+        # Whether the raw-text detectors must read every whole body (a known value that could
+        # span two pieces), or only a body with a suspect piece.
+        self._whole_text_check = False
+
+    def key(self, method: str, path: str, body: bytes) -> FastKey | None:
+        """The request's fingerprint, or None when only the slow path can tell it."""
+        if body[:1] != b"{":
+            return None
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        redactor = current_redactor()
+        if redactor is not self._redactor:
+            # What is clean depends on the redactor (the environment's credentials).
+            self._members.clear()
+            self._elements.clear()
+            self._redactor = redactor
+            hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
+            self._whole_text_check = any(_STRUCTURE.intersection(hint) for hint in hints)
+        try:
+            members = self._members_of(text, redactor)
+        except (_NotFast, StopIteration, IndexError, ValueError, RecursionError):
+            return None
+        if len({key for key, _ in members}) != len(members):
+            return None  # a key twice: the parsed body keeps only the last
+        if not all(piece.clean for _, piece in members):
+            return None
+        suspect = self._whole_text_check or any(piece.suspect for _, piece in members)
+        if suspect and redactor.detect_in_raw_text(text):
+            return None
+        normalized = "{" + ",".join(f"{canonical_json(key)}:{piece.normalized}" for key, piece in sorted(members)) + "}"
+        return FastKey(digest_normalized(method, path, normalized), normalized)
+
+    def _members_of(self, text: str, redactor: Redactor) -> list[tuple[str, _Piece]]:
+        if text[1] == "}":
+            raise _NotFast  # {}: rare, the slow path has it
+        members: list[tuple[str, _Piece]] = []
+        start = 1
+        while True:
+            if text[start] != '"':
+                raise _NotFast
+            key, colon = _scan(text, start)
+            if text[colon] != ":":
+                raise _NotFast
+            if key == _MESSAGES and text[colon + 1] == "[":
+                piece, end = self._messages(text, colon + 2, redactor)
+            else:
+                value, end = _scan(text, colon + 1)
+                raw = text[start:end]
+                known = self._members.get(raw)
+                if known is None:
+                    known = (key, self._new_piece(value, raw, redactor, key))
+                    self._remember(self._members, raw, known)
+                key, piece = known
+            members.append((key, piece))
+            if text[end] == "}" and end + 1 == len(text):
+                return members
+            if text[end] != ",":
+                raise _NotFast
+            start = end + 1
+
+    def _messages(self, text: str, start: int, redactor: Redactor) -> tuple[_Piece, int]:
+        """The piece of a ``messages`` list starting at ``start`` (after its ``[``), and where it ends."""
+        clean = redactor.strings_clean((_MESSAGES,))
+        suspect = redactor.may_find_in_raw_text(_MESSAGES_OPENING)
+        if text[start] == "]":
+            return _Piece("[]", clean, suspect), start + 1
+        parts: list[str] = []
+        elements = self._elements
+        while True:
+            value, end = _scan(text, start)
+            raw = text[start:end]
+            piece = elements.get(raw)
+            if piece is None:
+                piece = self._new_piece(value, raw, redactor)
+                self._remember(elements, raw, piece)
+            parts.append(piece.normalized)
+            clean = clean and piece.clean
+            suspect = suspect or piece.suspect
+            if text[end] == "]":
+                return _Piece("[" + ",".join(parts) + "]", clean, suspect), end + 1
+            if text[end] != ",":
+                raise _NotFast
+            start = end + 1
+
+    def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
+        strings = _strings(value)
+        if key is not None:
+            strings.append(key)
+        clean = redactor.strings_clean(strings)
+        return _Piece(self._normalizer.value(value), clean, redactor.may_find_in_raw_text(raw))
+
+    @staticmethod
+    def _remember(cache: dict[str, Any], raw: str, value: Any) -> None:
+        if len(cache) >= _PIECE_LIMIT:
+            cache.clear()
+        cache[raw] = value
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string of a JSON value, keys included (what the redactor's decoded detectors read)."""
+    found: list[str] = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, Mapping):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return found
