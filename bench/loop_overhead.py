@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import engine_replay  # beside this script: target 3 (the engine replaying a cassette)
 import httpx2
 
 from engine import (
@@ -333,12 +334,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=200, help="turns in the scenario (default 200)")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions, median reported (default 5)")
     parser.add_argument("--profile", action="store_true", help="also profile one loop run with cProfile")
+    parser.add_argument("--only-target-3", action="store_true", help="print target 3's rows only")
+    parser.add_argument("--no-bundle", action="store_true", help="target 3 without the long library session")
     parser.add_argument("--top", type=int, default=20, help="engine/ functions to list with --profile (default 20)")
     args = parser.parse_args(argv)
     if args.turns < 1 or args.repeat < 1:
         parser.error("--turns and --repeat must be at least 1")
-    bodies, samples = asyncio.run(measure(args.turns, args.repeat))
-    print_report(args.turns, args.repeat, bodies, samples)
+    if not args.only_target_3:
+        bodies, samples = asyncio.run(measure(args.turns, args.repeat))
+        print_report(args.turns, args.repeat, bodies, samples)
+    engine_replay.run_target_3(
+        build_scenario(args.turns),
+        PROMPT,
+        EchoTool(),
+        EngineSettings(system_prompt=SYSTEM_PROMPT, max_output_tokens=4096),
+        repeat=args.repeat,
+        bundle=not args.no_bundle,
+    )
     if args.profile:
         asyncio.run(profile(args.turns, args.top))
     sys.stdout.flush()

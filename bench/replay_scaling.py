@@ -79,6 +79,7 @@ from typing import Any
 
 import anthropic
 import httpx2
+import per_request  # beside this script (bench/ is the script's first import path)
 import vcr
 import vcr.serialize
 import yaml
@@ -131,8 +132,8 @@ JsonDict = dict[str, Any]
 # Synthetic traffic
 
 
-def sse_answer(index: int, text: str) -> RecordedResponse:
-    """A streamed answer of 10 events, as the Messages API sends it."""
+def sse_answer(index: int, text: str, *, deltas: int = 4) -> RecordedResponse:
+    """A streamed answer of 6 + ``deltas`` events (10 by default), as the Messages API sends it."""
     message = {
         "id": f"msg_{index:08d}",
         "type": "message",
@@ -159,7 +160,7 @@ def sse_answer(index: int, text: str) -> RecordedResponse:
                     "delta": {"type": "text_delta", "text": f"{text} (part {part} of the answer) "},
                 },
             )
-            for part in range(4)
+            for part in range(deltas)
         ),
         SseEvent("content_block_stop", {"type": "content_block_stop", "index": 0}),
         SseEvent(
@@ -211,7 +212,7 @@ def tool_step(session: int, step: int, *, functions: int) -> list[JsonDict]:
     ]
 
 
-def scaling_interactions(count: int) -> list[Interaction]:
+def scaling_interactions(count: int, *, deltas: int = 4) -> list[Interaction]:
     """``count`` interactions from sessions of ``STEPS_PER_SESSION`` calls; all bodies differ."""
     interactions = []
     for index in range(count):
@@ -220,7 +221,7 @@ def scaling_interactions(count: int) -> list[Interaction]:
         messages: list[JsonDict] = [{"role": "user", "content": prompt}]
         for earlier in range(step):
             messages.extend(tool_step(session, earlier, functions=5))
-        answer = sse_answer(index, f"Session {session}, step {step}: reading the next module.")
+        answer = sse_answer(index, f"Session {session}, step {step}: reading the next module.", deltas=deltas)
         interactions.append(Interaction(messages_request(messages), answer))
     return interactions
 
@@ -614,6 +615,19 @@ async def profile(size: int, top: int, folder: Path) -> None:
         print(f"{cumtime * 1e3:>14.1f} {tottime * 1e3:>9.1f} {ncalls:>8}  {where}")
 
 
+async def run_per_request(args: argparse.Namespace) -> None:
+    """Target 2's rows (bench/per_request.py): ours against a bare MockTransport, 30 chunks."""
+    rows = []
+    for size in sorted(set(args.request_sizes or args.sizes)):
+        interactions = scaling_interactions(size, deltas=per_request.ANSWER_CHUNKS - 6)
+        rows.append(
+            await per_request.measure_per_request(
+                size, interactions, repeat=args.repeat, min_requests=args.min_requests
+            )
+        )
+    per_request.print_per_request(rows)
+
+
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="replay-scaling-") as tmp:
         rows = [await measure_size(size, args, Path(tmp)) for size in sorted(set(args.sizes))]
@@ -621,6 +635,7 @@ async def run(args: argparse.Namespace) -> None:
         print_table(rows)
         print_sizes(size_rows)
         print_targets(rows, size_rows)
+        await run_per_request(args)
         if args.profile:
             await profile(args.profile, args.top, Path(tmp))
 
@@ -647,6 +662,12 @@ def main(argv: list[str] | None = None) -> int:
         "--min-requests", type=int, default=2_000, help="requests ours and bare time per repetition (default 2000)"
     )
     parser.add_argument("--turns", type=int, default=200, help="session length for the file-size table (default 200)")
+    parser.add_argument(
+        "--request-sizes", type=_sizes, default=None, help="interaction counts of target 2's rows (default: --sizes)"
+    )
+    parser.add_argument(
+        "--only-per-request", action="store_true", help="print target 2's rows only (no scaling table, no vcrpy)"
+    )
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="also cProfile ours at N interactions")
     parser.add_argument("--top", type=int, default=25, help="functions to list with --profile (default 25)")
     args = parser.parse_args(argv)
@@ -654,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat, --vcrpy-sample and --min-requests must be at least 1, --turns at least 2")
     print_header(args)
     sys.stdout.flush()
-    asyncio.run(run(args))
+    asyncio.run(run_per_request(args) if args.only_per_request else run(args))
     sys.stdout.flush()
     return 0
 

@@ -85,7 +85,7 @@ class Normalizer:
         for path, placeholder in self.roots:
             if path and path in text:
                 text = text.replace(path, placeholder)
-        home = os.path.expanduser("~")
+        home = _home()
         if home not in ("", "/") and home in text:
             text = text.replace(home, "<home>")
         if "/" in text:
@@ -170,6 +170,19 @@ def _digest(method: str, path: str, normalized: str, *, whole_query: bool = Fals
 
 
 _TEMP_PATTERN: re.Pattern[str] | None = None
+_HOME: tuple[str, str] | None = None  # $HOME and what ``~`` expands to with it
+
+
+def _home() -> str:
+    """``os.path.expanduser("~")``, expanded again only when $HOME changes."""
+    global _HOME
+    variable = os.environ.get("HOME")
+    if variable is None:
+        return os.path.expanduser("~")
+    known = _HOME
+    if known is None or known[0] != variable:
+        known = _HOME = (variable, os.path.expanduser("~"))
+    return known[1]
 
 
 def _temp_paths() -> re.Pattern[str]:

@@ -14,12 +14,14 @@ this one answers only when it provably gives the same text:
 - The body is one compact JSON object (no whitespace between its members or its messages), with
   no key twice, that starts with ``{`` and decodes as UTF-8: anything else goes the slow way.
 - Scrubbing would change nothing. The redactor's decoded-string detectors see every string of the
-  document, and a string lies inside one piece (a member holds its key), so they find nothing in
-  the whole body exactly when they find nothing in any piece (kept per piece). Its raw-text
-  detectors (known values, tokens, private keys) may match across pieces, so they run on the whole
-  text of every request, as the slow path runs them. A body in which anything is found takes the
-  slow path, which redacts it.
-- A piece's normalized text is `Normalizer._value` of its parsed value, which is what
+  document; a string lies inside one piece (a member holds its key), so they find nothing in the
+  whole body exactly when they find nothing in any piece (kept per piece; a string shorter than
+  `MIN_SECRET_LENGTH` holds nothing they report). Its raw-text detectors (known values, tokens,
+  private keys) each need a hint in the text first (`Redactor.may_find_in_raw_text`); no hint
+  holds a character that separates pieces, so a hint anywhere in the body is inside a piece, and
+  the detectors run on the whole body whenever a piece has one (always, when a known value holds
+  such a character). A body in which anything is found takes the slow path, which redacts it.
+- A piece's normalized text is `Normalizer.value` of its parsed value, which is what
   ``Normalizer.body`` joins for a parsed body; parsing a piece on its own gives the value parsing
   the whole body gives it.
 """
@@ -27,12 +29,13 @@ this one answers only when it provably gives the same text:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
+from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
 
 __all__ = ["FastKey", "RequestKeys"]
@@ -44,6 +47,9 @@ _MESSAGES_OPENING: Final = '"messages":['
 _STRUCTURE: Final = frozenset('",:[]{}')
 # Pieces kept per player before the cache starts again (a long session re-sends a few hundred).
 _PIECE_LIMIT: Final = 100_000
+# A JSON string token (its text between the quotes): in a valid JSON text, scanning for these
+# from the start finds exactly its strings.
+_STRING_TOKEN: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
 _scan = json.JSONDecoder().scan_once  # (text, index) -> (value, end), StopIteration if none
 
 
@@ -57,7 +63,7 @@ class FastKey:
 
 @dataclass(frozen=True)
 class _Piece:
-    normalized: str
+    normalized: str  # a member's starts with its key: `"key":value`
     clean: bool  # the redactor's decoded-string detectors find nothing in it
     suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
 
@@ -77,6 +83,7 @@ class RequestKeys:
         # Whether the raw-text detectors must read every whole body (a known value that could
         # span two pieces), or only a body with a suspect piece.
         self._whole_text_check = False
+        self._opening = _Piece(_MESSAGES_OPENING, clean=False)  # set with the redactor
 
     def key(self, method: str, path: str, body: bytes) -> FastKey | None:
         """The request's fingerprint, or None when only the slow path can tell it."""
@@ -94,6 +101,11 @@ class RequestKeys:
             self._redactor = redactor
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
             self._whole_text_check = any(_STRUCTURE.intersection(hint) for hint in hints)
+            self._opening = _Piece(
+                _MESSAGES_OPENING,
+                redactor.strings_clean((_MESSAGES,)),
+                redactor.may_find_in_raw_text(_MESSAGES_OPENING),
+            )
         try:
             members = self._members_of(text, redactor)
         except (_NotFast, StopIteration, IndexError, ValueError, RecursionError):
@@ -105,7 +117,7 @@ class RequestKeys:
         suspect = self._whole_text_check or any(piece.suspect for _, piece in members)
         if suspect and redactor.detect_in_raw_text(text):
             return None
-        normalized = "{" + ",".join(f"{canonical_json(key)}:{piece.normalized}" for key, piece in sorted(members)) + "}"
+        normalized = "{" + ",".join(piece.normalized for _, piece in sorted(members)) + "}"
         return FastKey(digest_normalized(method, path, normalized), normalized)
 
     def _members_of(self, text: str, redactor: Redactor) -> list[tuple[str, _Piece]]:
@@ -137,11 +149,11 @@ class RequestKeys:
             start = end + 1
 
     def _messages(self, text: str, start: int, redactor: Redactor) -> tuple[_Piece, int]:
-        """The piece of a ``messages`` list starting at ``start`` (after its ``[``), and where it ends."""
-        clean = redactor.strings_clean((_MESSAGES,))
-        suspect = redactor.may_find_in_raw_text(_MESSAGES_OPENING)
+        """The member ``"messages":[...]`` whose list starts at ``start`` (after its ``[``), and
+        where it ends."""
+        clean, suspect = self._opening.clean, self._opening.suspect
         if text[start] == "]":
-            return _Piece("[]", clean, suspect), start + 1
+            return _Piece(_MESSAGES_OPENING + "]", clean, suspect), start + 1
         parts: list[str] = []
         elements = self._elements
         while True:
@@ -155,17 +167,19 @@ class RequestKeys:
             clean = clean and piece.clean
             suspect = suspect or piece.suspect
             if text[end] == "]":
-                return _Piece("[" + ",".join(parts) + "]", clean, suspect), end + 1
+                return _Piece(_MESSAGES_OPENING + ",".join(parts) + "]", clean, suspect), end + 1
             if text[end] != ",":
                 raise _NotFast
             start = end + 1
 
     def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
-        strings = _strings(value)
+        """A message, or a member ``key`` (its normalized text then starts with the key)."""
+        clean = redactor.strings_clean(_long_strings(raw))  # a member's raw text holds its key
+        # `Normalizer.value` without its cache: this piece is normalized once anyway.
+        normalized = self._normalizer.text(canonical_json(value))
         if key is not None:
-            strings.append(key)
-        clean = redactor.strings_clean(strings)
-        return _Piece(self._normalizer.value(value), clean, redactor.may_find_in_raw_text(raw))
+            normalized = f"{canonical_json(key)}:{normalized}"
+        return _Piece(normalized, clean, redactor.may_find_in_raw_text(raw))
 
     @staticmethod
     def _remember(cache: dict[str, Any], raw: str, value: Any) -> None:
@@ -174,17 +188,13 @@ class RequestKeys:
         cache[raw] = value
 
 
-def _strings(value: Any) -> list[str]:
-    """Every string of a JSON value, keys included (what the redactor's decoded detectors read)."""
-    found: list[str] = []
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            found.append(item)
-        elif isinstance(item, Mapping):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
+def _long_strings(raw: str) -> list[str]:
+    """Every string of the JSON text ``raw`` (keys too) that is at least `MIN_SECRET_LENGTH`
+    long once decoded: the only ones in which the redactor can find anything. An escape only
+    makes a string's text longer, so shorter tokens are skipped before decoding."""
+    found = []
+    for match in _STRING_TOKEN.finditer(raw):
+        token = match.group(1)
+        if len(token) >= MIN_SECRET_LENGTH:
+            found.append(json.loads(f'"{token}"') if "\\" in token else token)
     return found

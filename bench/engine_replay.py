@@ -1,0 +1,290 @@
+"""Target 3 of issue 16 for ``bench/loop_overhead.py``: the engine replaying a cassette, per turn,
+beside the SDK's floor over the same bytes; and ``replay_bundle`` of the long library session
+beside the SDK's floor for its requests.
+
+Method
+------
+- **Per turn.** The loop-overhead scenario (N turns of text + one ``Echo`` call) is run once
+  through the fake model with a transport that keeps every request body and the response bytes
+  it got, which become a cassette (in memory, with the recording's folders as its recorded
+  paths). Three things are timed, alternating, fresh objects each repetition:
+
+  - *SDK floor*: ``anthropic.AsyncAnthropic(max_retries=0)`` over an ``httpx2.MockTransport``
+    that returns the recorded answers in order (the same chunks ``CassetteTransport`` streams),
+    ``messages.create(**body, stream=True)`` for each recorded body, every event consumed;
+  - *engine over the bare mock*: ``QueryEngine.submit_message`` with the same ``MockTransport``
+    (no matching): what the loop itself costs;
+  - *engine replay*: ``QueryEngine.submit_message`` over ``CassetteTransport`` with a fresh
+    ``CassettePlayer`` (strict) in another workspace folder, as a replay runs. Target: at most
+    1.5× the SDK floor.
+- **Long session.** ``replay_bundle`` of ``cassettes/long-session-crosses-autocompact-twice``
+  (loading, workspace copy, engine, tools, transcript) beside the SDK floor for its recorded
+  requests: each body through ``create`` (streamed when the request streamed) over a
+  ``MockTransport`` with the recorded answers; a recorded error answer raises in the SDK as it
+  did for the engine, and is caught. Target: at most 2×.
+
+Times are CPU time of this process (``time.process_time``; a shared machine's descheduling would
+land on whichever row ran) and wall time beside them; medians of the repetitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+
+from engine import AnthropicModel, EngineSettings, QueryDeps, QueryEngine, QueryResult, ResultSubtype
+from engine.tools.base import Tool
+from replay.cassette import Cassette, load_cassette
+from replay.cassette.interaction import (
+    BodyKind,
+    FaultKind,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    parse_sse,
+)
+from replay.cassette.transport import CassettePlayer, CassetteTransport
+from replay.fake.model import FakeModel, FakeModelTransport
+from replay.fake.scenario import Scenario
+from replay.session import replay_bundle
+
+TARGET_TURN = 1.5  # engine replay / SDK floor, per turn
+TARGET_BUNDLE = 2.0  # replay_bundle of the long session / SDK floor for its requests
+LONG_SESSION = Path(__file__).resolve().parent.parent / "cassettes" / "long-session-crosses-autocompact-twice"
+API_KEY = "sk-ant-bench-placeholder"
+BASE_URL = "https://api.anthropic.com"
+
+
+@dataclass
+class Timed:
+    cpu: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+
+    async def run(self, work: Callable[[], Awaitable[Any]]) -> None:
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        await work()
+        self.cpu.append(time.process_time() - cpu)
+        self.wall.append(time.perf_counter() - wall)
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+def answers_in_order(interactions: Sequence[Interaction]) -> httpx2.MockTransport:
+    """A bare ``MockTransport``: the recorded answers in order, the request never looked at."""
+    answers = [(i.response.status, list(i.response.headers.items()), i.response.chunks()) for i in interactions]
+    position = [0]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        status, headers, chunks = answers[position[0]]
+        position[0] += 1
+        return httpx2.Response(status, headers=headers, stream=_Chunks(chunks))
+
+    return httpx2.MockTransport(handler)
+
+
+class _Keeping(httpx2.AsyncBaseTransport):
+    """Forwards to the fake model and keeps each request and the bytes it got back."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.interactions: list[Interaction] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        response = await self.inner.handle_async_request(request)
+        data = await response.aread()
+        headers = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "request-id")}
+        events = parse_sse(data)
+        recorded = (
+            RecordedResponse(status=response.status_code, headers=headers, kind=BodyKind.SSE, body=events)
+            if events and "event-stream" in headers.get("content-type", "")
+            else RecordedResponse(
+                status=response.status_code, headers=headers, kind=BodyKind.JSON, body=json.loads(data)
+            )
+        )
+        path = request.url.path + (f"?{request.url.query.decode()}" if request.url.query else "")
+        self.interactions.append(
+            Interaction(RecordedRequest(method=request.method, uri=BASE_URL + path, body=json.loads(body)), recorded)
+        )
+        return httpx2.Response(response.status_code, headers=response.headers, content=data, request=request)
+
+
+def _engine(transport: httpx2.AsyncBaseTransport, folder: Path, tool: Tool, settings: EngineSettings) -> QueryEngine:
+    client = httpx2.AsyncClient(transport=transport)
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    return QueryEngine(
+        deps=QueryDeps.deterministic(AnthropicModel(http_client=client, api_key=API_KEY)),
+        workspace=workspace,
+        session_dir=folder / "session",
+        tools=[tool],
+        settings=settings,
+    )
+
+
+async def _drive(engine: QueryEngine, prompt: str) -> QueryResult:
+    result: QueryResult | None = None
+    async for item in engine.submit_message(prompt):
+        if isinstance(item, QueryResult):
+            result = item
+    engine.close()
+    if result is None or result.subtype is not ResultSubtype.SUCCESS:
+        raise SystemExit(f"the engine did not finish the scenario: {result}")
+    return result
+
+
+async def sdk_floor(interactions: Sequence[Interaction]) -> None:
+    """Every recorded request through the SDK over a bare mock of the recorded answers."""
+    http_client = httpx2.AsyncClient(transport=answers_in_order(interactions))
+    client = anthropic.AsyncAnthropic(api_key=API_KEY, http_client=http_client, max_retries=0)
+    for interaction in interactions:
+        body = dict(interaction.request.body)
+        streamed = bool(body.pop("stream", False))
+        try:
+            if streamed:
+                stream = await client.messages.create(**body, stream=True)
+                async for _event in stream:
+                    pass
+                await stream.close()
+            else:
+                await client.messages.create(**body)
+        except (anthropic.APIError, httpx2.HTTPError):
+            pass  # a recorded error answer: the engine met it too
+    await client.close()
+
+
+@dataclass
+class TurnRows:
+    turns: int
+    requests: int
+    floor: Timed
+    bare_engine: Timed
+    replay: Timed
+
+
+async def measure_turns(scenario: Scenario, prompt: str, tool: Tool, settings: EngineSettings, repeat: int) -> TurnRows:
+    with tempfile.TemporaryDirectory(prefix="engine-replay-record-") as tmp:
+        keeping = _Keeping(FakeModelTransport(FakeModel(scenario)))
+        folder = Path(tmp)
+        result = await _drive(_engine(keeping, folder, tool, settings), prompt)
+        recorded_paths = {"workspace": str(folder / "workspace"), "session": str(folder / "session")}
+    cassette = Cassette(interactions=keeping.interactions, recorded_paths=recorded_paths)
+    cassette.computed_fingerprints = cassette.fingerprints()
+    rows = TurnRows(result.num_turns, len(cassette.interactions), Timed(), Timed(), Timed())
+
+    async def bare_engine() -> None:
+        with tempfile.TemporaryDirectory(prefix="engine-replay-bare-") as tmp:
+            await _drive(_engine(answers_in_order(cassette.interactions), Path(tmp), tool, settings), prompt)
+
+    async def replay() -> None:
+        with tempfile.TemporaryDirectory(prefix="engine-replay-") as tmp:
+            folder = Path(tmp)
+            player = CassettePlayer.from_cassette(
+                cassette, workspace=folder / "workspace", session_dir=folder / "session", strict=True
+            )
+            await _drive(_engine(CassetteTransport(player), folder, tool, settings), prompt)
+            player.finish()
+
+    await replay()  # warm-up: each answer's chunks are encoded at its first replay
+    for _ in range(repeat):
+        await rows.floor.run(lambda: sdk_floor(cassette.interactions))
+        await rows.bare_engine.run(bare_engine)
+        await rows.replay.run(replay)
+    return rows
+
+
+@dataclass
+class BundleRows:
+    requests: int
+    floor: Timed
+    replay: Timed
+
+
+async def measure_bundle(repeat: int, bundle: Path = LONG_SESSION) -> BundleRows:
+    interactions = load_cassette(bundle / "cassette.yaml").interactions
+    playable = [
+        i
+        for i in interactions
+        if not (i.response.fault is not None and i.response.fault.kind is FaultKind.CONNECTION_FAILED)
+    ]
+    rows = BundleRows(len(interactions), Timed(), Timed())
+    await replay_bundle(bundle)  # warm-up
+    for _ in range(repeat):
+        await rows.floor.run(lambda: sdk_floor(playable))
+        await rows.replay.run(lambda: replay_bundle(bundle))
+    return rows
+
+
+def _ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1e3:,.1f}"
+
+
+def print_target_3(turn_rows: TurnRows, bundle_rows: BundleRows | None) -> None:
+    print()
+    print("Target 3: the engine replaying a cassette beside the SDK floor over the same bytes")
+    print("(CPU ms of this process, median; wall ms beside it)")
+    header = f"{'':<44} {'requests':>8} {'CPU ms':>9} {'wall ms':>9} {'per turn µs':>12} {'÷ floor':>8} {'verdict':>8}"
+    print(header)
+    print("-" * len(header))
+    floor = statistics.median(turn_rows.floor.cpu)
+    for label, timed, target in (
+        ("SDK floor: create(stream=True) over a mock", turn_rows.floor, None),
+        ("engine over the bare mock (no matching)", turn_rows.bare_engine, None),
+        ("engine replay (CassetteTransport)", turn_rows.replay, TARGET_TURN),
+    ):
+        cpu = statistics.median(timed.cpu)
+        verdict = "" if target is None else ("PASS" if cpu / floor <= target else "FAIL")
+        ratio = "—" if timed is turn_rows.floor else f"{cpu / floor:.2f}×"
+        print(
+            f"{label:<44} {turn_rows.requests:>8} {cpu * 1e3:>9,.1f} {_ms(timed.wall):>9} "
+            f"{cpu / turn_rows.turns * 1e6:>12,.1f} {ratio:>8} {verdict:>8}"
+        )
+    print(f"target: engine replay ≤ {TARGET_TURN}× the SDK floor per turn ({turn_rows.turns} turns)")
+    if bundle_rows is None:
+        return
+    print()
+    name = "long-session-crosses-autocompact-twice"
+    header = f"{name:<44} {'requests':>8} {'CPU ms':>9} {'wall ms':>9} {'÷ floor':>8} {'verdict':>8}"
+    print(header)
+    print("-" * len(header))
+    floor = statistics.median(bundle_rows.floor.cpu)
+    replay_cpu = statistics.median(bundle_rows.replay.cpu)
+    print(
+        f"{'SDK floor for its requests':<44} {bundle_rows.requests:>8} {floor * 1e3:>9,.1f} "
+        f"{_ms(bundle_rows.floor.wall):>9} {'—':>8} {'':>8}"
+    )
+    verdict = "PASS" if replay_cpu / floor <= TARGET_BUNDLE else "FAIL"
+    print(
+        f"{'replay_bundle (load, copy, engine, tools)':<44} {bundle_rows.requests:>8} {replay_cpu * 1e3:>9,.1f} "
+        f"{_ms(bundle_rows.replay.wall):>9} {replay_cpu / floor:>7.2f}× {verdict:>8}"
+    )
+    print(f"target: replay_bundle ≤ {TARGET_BUNDLE}× the SDK floor for its requests")
+
+
+def run_target_3(
+    scenario: Scenario, prompt: str, tool: Tool, settings: EngineSettings, *, repeat: int, bundle: bool
+) -> None:
+    async def both() -> tuple[TurnRows, BundleRows | None]:
+        turn_rows = await measure_turns(scenario, prompt, tool, settings, repeat)
+        return turn_rows, (await measure_bundle(repeat) if bundle else None)
+
+    print_target_3(*asyncio.run(both()))

@@ -1,0 +1,145 @@
+"""Target 2 of issue 16 for ``bench/replay_scaling.py``: what ``CassetteTransport`` costs per
+request beside a bare ``httpx2.MockTransport`` returning the same bytes in the same 30 chunks.
+
+Method
+------
+- Traffic: ``scaling_interactions`` (sessions of six requests that re-send their history, every
+  body different) with answers of 30 server-sent events (``sse_answer`` with 24 text deltas),
+  kept in memory as a ``Cassette`` (loading is the load columns' business). Request bodies are the
+  recorded bodies as compact JSON in the order the SDK builds them (``model``, ``max_tokens``,
+  ``stream``, ``system``, ``tools``, ``messages``).
+- *ours*: ``httpx2.AsyncClient(transport=CassetteTransport(player))`` with a fresh
+  ``CassettePlayer.from_cassette`` per pass, so every pass starts with cold request caches, as a
+  replay does (a response's 30 chunks are encoded at its first replay and kept on the loaded
+  cassette: the untimed warm-up pays that).
+- *bare*: ``httpx2.AsyncClient(transport=httpx2.MockTransport(handler))`` whose handler returns
+  the next recorded answer (status, headers, the same 30 chunks) without looking at the request.
+- Both send every body with ``client.post`` and read the whole response; both columns are checked
+  to return the recorded bytes. Passes alternate ours, bare, ours, bare ... until each has sent
+  ``min_requests``; a repetition's ratio is ours' total over bare's, so both see the same load.
+  Times are CPU time of this process (``time.process_time``): on a shared machine, time spent
+  descheduled would land on whichever column was running. The table shows the median of the
+  repetitions; PASS when the median ratio is at most 1.5.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+import httpx2
+
+from replay.cassette import Cassette
+from replay.cassette.interaction import Interaction
+from replay.cassette.transport import CassettePlayer, CassetteTransport
+
+TARGET_RATIO = 1.5  # ours / bare MockTransport, per request
+ANSWER_CHUNKS = 30
+URL = "https://api.anthropic.com/v1/messages"
+REQUEST_HEADERS = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
+
+
+@dataclass
+class PerRequestRow:
+    size: int
+    ours: list[float]  # seconds per request, per repetition
+    bare: list[float]
+    ratios: list[float]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+def mock_transport(interactions: Sequence[Interaction]) -> tuple[httpx2.MockTransport, Callable[[], None]]:
+    """A bare ``MockTransport`` answering the recorded responses in order, and its rewind."""
+    answers = [(list(i.response.headers.items()), i.response.chunks()) for i in interactions]
+    position = [0]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        headers, chunks = answers[position[0]]
+        position[0] += 1
+        return httpx2.Response(200, headers=headers, stream=_Chunks(chunks))
+
+    def rewind() -> None:
+        position[0] = 0
+
+    return httpx2.MockTransport(handler), rewind
+
+
+async def _send(client: httpx2.AsyncClient, bodies: Sequence[bytes], expected: Sequence[bytes], column: str) -> float:
+    start = time.process_time()
+    responses = [await client.post(URL, content=body, headers=REQUEST_HEADERS) for body in bodies]
+    elapsed = time.process_time() - start
+    for number, (response, body) in enumerate(zip(responses, expected, strict=True), start=1):
+        if response.status_code != 200 or response.content != body:
+            raise SystemExit(f"{column}: response {number} is not the recorded one")
+    return elapsed
+
+
+async def measure_per_request(
+    size: int, interactions: Sequence[Interaction], *, repeat: int, min_requests: int
+) -> PerRequestRow:
+    """Ours and the bare MockTransport over ``interactions``, passes alternating."""
+    cassette = Cassette(interactions=list(interactions))
+    cassette.computed_fingerprints = cassette.fingerprints()  # as a loader leaves them: not per pass
+    bodies = [i.request.body_bytes() for i in interactions]
+    expected = [i.response.body_bytes() for i in interactions]
+    if any(len(i.response.chunks()) != ANSWER_CHUNKS for i in interactions):
+        raise SystemExit(f"every answer must come in {ANSWER_CHUNKS} chunks")
+    passes = math.ceil(min_requests / size)
+    ours_transport = CassetteTransport(CassettePlayer.from_cassette(cassette, strict=True))
+    bare_transport, rewind = mock_transport(interactions)
+    row = PerRequestRow(size, [], [], [])
+    async with (
+        httpx2.AsyncClient(transport=ours_transport) as ours_client,
+        httpx2.AsyncClient(transport=bare_transport) as bare_client,
+    ):
+        for repetition in range(repeat + 1):  # the first is a warm-up
+            ours_total = bare_total = 0.0
+            gc.collect()
+            for _ in range(passes):
+                ours_transport.player = player = CassettePlayer.from_cassette(cassette, strict=True)
+                ours_total += await _send(ours_client, bodies, expected, "ours")
+                player.finish()  # strict: raises if an interaction was not played
+                rewind()
+                bare_total += await _send(bare_client, bodies, expected, "bare")
+            if repetition:
+                row.ours.append(ours_total / (passes * size))
+                row.bare.append(bare_total / (passes * size))
+                row.ratios.append(ours_total / bare_total)
+    return row
+
+
+def print_per_request(rows: Sequence[PerRequestRow]) -> None:
+    print()
+    print(
+        f"Target 2: per request, ours beside a bare httpx2.MockTransport returning the same bytes in "
+        f"{ANSWER_CHUNKS} chunks (CPU µs/request, median of {len(rows[0].ours) if rows else 0}; passes alternate)"
+    )
+    header = (
+        f"{'interactions':>12} {'ours µs/req':>12} {'bare µs/req':>12} {'ours÷bare':>10} {'target':>7} {'verdict':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        verdict = "PASS" if row.ratio <= TARGET_RATIO else "FAIL"
+        print(
+            f"{row.size:>12,} {statistics.median(row.ours) * 1e6:>12.1f} {statistics.median(row.bare) * 1e6:>12.1f} "
+            f"{row.ratio:>9.2f}× {f'≤{TARGET_RATIO}×':>7} {verdict:>8}"
+        )
+    spreads = ", ".join(f"{r.size:,}: {min(r.ratios):.2f}–{max(r.ratios):.2f}" for r in rows)
+    print(f"ours÷bare min–max per size: {spreads}")
