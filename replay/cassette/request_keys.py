@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
@@ -68,6 +69,29 @@ class _Piece:
     suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
 
 
+class _SeenList:
+    """A ``messages`` list as the last request sent it: each element's raw text and what it
+    gave (normalized text, clean, suspect), and where each element ends in the joined text."""
+
+    def __init__(self, raws: list[str], parts: list[str], cleans: list[bool], suspects: list[bool]) -> None:
+        self.raws, self.parts, self.cleans, self.suspects = raws, parts, cleans, suspects
+        self.joined = ",".join(raws)
+        # offsets[k]: the length of the first k elements joined (0 for none).
+        self.offsets = [0, *(total - 1 for total in accumulate(len(raw) + 1 for raw in raws))]
+
+    def shared_run(self, text: str, start: int) -> int:
+        """How many of these elements ``text`` repeats from ``start``: all of them, or all but
+        the last one, two or three (the likeliest to have changed), else 0."""
+        count = len(self.raws)
+        for shared in range(count, max(0, count - 4), -1):
+            end = self.offsets[shared]
+            prefix = self.joined if shared == count else self.joined[:end]
+            # A JSON value ends where it ends: the same text followed by , or ] is that value.
+            if text.startswith(prefix, start) and text[start + end : start + end + 1] in (",", "]"):
+                return shared
+        return 0
+
+
 class _NotFast(Exception):
     """The body is not one this path can key exactly: take the slow path."""
 
@@ -79,6 +103,7 @@ class RequestKeys:
         self._normalizer = normalizer
         self._members: dict[str, tuple[str, _Piece]] = {}  # raw `"key":value` -> (key, piece)
         self._elements: dict[str, _Piece] = {}  # raw element of `messages` -> piece
+        self._last_messages = _SeenList([], [], [], [])  # the last list seen
         self._redactor: Redactor | None = None
         # Whether the raw-text detectors must read every whole body (a known value that could
         # span two pieces), or only a body with a suspect piece.
@@ -98,6 +123,7 @@ class RequestKeys:
             # What is clean depends on the redactor (the environment's credentials).
             self._members.clear()
             self._elements.clear()
+            self._last_messages = _SeenList([], [], [], [])
             self._redactor = redactor
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
             self._whole_text_check = any(_STRUCTURE.intersection(hint) for hint in hints)
@@ -154,7 +180,21 @@ class RequestKeys:
         clean, suspect = self._opening.clean, self._opening.suspect
         if text[start] == "]":
             return _Piece(_MESSAGES_OPENING + "]", clean, suspect), start + 1
+        last = self._last_messages
+        raws: list[str] = []
         parts: list[str] = []
+        cleans: list[bool] = []
+        suspects: list[bool] = []
+        # The last request's list: an agent loop re-sends it, but for its last message or two
+        # (a moved cache marker), so its longest shared run is found by comparing text, in one go.
+        shared = last.shared_run(text, start)
+        if shared:
+            raws, parts = last.raws[:shared], last.parts[:shared]
+            cleans, suspects = last.cleans[:shared], last.suspects[:shared]
+            start += last.offsets[shared]
+            if text[start] == "]":
+                return self._finish(raws, parts, cleans, suspects, clean, suspect), start + 1
+            start += 1
         elements = self._elements
         while True:
             value, end = _scan(text, start)
@@ -163,14 +203,21 @@ class RequestKeys:
             if piece is None:
                 piece = self._new_piece(value, raw, redactor)
                 self._remember(elements, raw, piece)
+            raws.append(raw)
             parts.append(piece.normalized)
-            clean = clean and piece.clean
-            suspect = suspect or piece.suspect
+            cleans.append(piece.clean)
+            suspects.append(piece.suspect)
             if text[end] == "]":
-                return _Piece(_MESSAGES_OPENING + ",".join(parts) + "]", clean, suspect), end + 1
+                return self._finish(raws, parts, cleans, suspects, clean, suspect), end + 1
             if text[end] != ",":
                 raise _NotFast
             start = end + 1
+
+    def _finish(
+        self, raws: list[str], parts: list[str], cleans: list[bool], suspects: list[bool], clean: bool, suspect: bool
+    ) -> _Piece:
+        self._last_messages = _SeenList(raws, parts, cleans, suspects)
+        return _Piece(_MESSAGES_OPENING + ",".join(parts) + "]", clean and all(cleans), suspect or any(suspects))
 
     def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
         """A message, or a member ``key`` (its normalized text then starts with the key)."""

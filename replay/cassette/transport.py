@@ -15,7 +15,7 @@ import difflib
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,8 @@ class _ParsedOnRead:
         return value
 
     def __set__(self, instance: object, value: Any) -> None:
-        instance.__dict__[self._slot] = value
+        # The dataclass passes the descriptor itself when no body is given.
+        instance.__dict__[self._slot] = None if isinstance(value, _ParsedOnRead) else value
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,9 @@ class LoggedRequest:
     path: str
     fingerprint: str
     matched: bool = True
-    # Parsed from its normalized text at the first read (see `_ParsedOnRead`).
-    body: Any = _ParsedOnRead()
+    # Parsed from its normalized text at the first read (see `_ParsedOnRead`); not in the repr,
+    # which asyncio takes of a finished task's result (a session's whole request log).
+    body: Any = field(default=_ParsedOnRead(), repr=False)
     at: float | None = None
     # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
     answered: bool = True
