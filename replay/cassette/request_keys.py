@@ -240,8 +240,7 @@ def _long_strings(raw: str) -> list[str]:
     long once decoded: the only ones in which the redactor can find anything. An escape only
     makes a string's text longer, so shorter tokens are skipped before decoding."""
     found = []
-    for match in _STRING_TOKEN.finditer(raw):
-        token = match.group(1)
+    for token in _STRING_TOKEN.findall(raw):
         if len(token) >= MIN_SECRET_LENGTH:
             found.append(json.loads(f'"{token}"') if "\\" in token else token)
     return found
