@@ -31,6 +31,11 @@ the script prints PASS or OVER against it. This is informational: the exit statu
 way. ``--profile`` additionally runs the loop once under cProfile and prints the ``engine/``
 functions with the highest cumulative time.
 
+Target 3 of issue 16 (``bench/engine_replay.py``, printed after the table, or alone with
+``--only-target-3``): the engine replaying a cassette per turn beside the SDK floor over the same
+bytes (PASS at most 1.5×), and ``replay_bundle`` of the long library session beside the SDK floor
+for its requests (PASS at most 2×).
+
 Run: ``python bench/loop_overhead.py --turns 100 --repeat 3``
 """
 

@@ -54,6 +54,11 @@ Targets from the issue, printed as PASS/OVER (informational: the exit status is 
 (c) the native file grows linearly (size(2t)/size(t) at most 2.2). ``--profile N`` adds a
 cProfile of one replay of an N-interaction cassette through ``CassetteTransport``.
 
+Target 2 of issue 16 (``bench/per_request.py``, printed after the targets above, or alone with
+``--only-per-request``): ours beside a bare ``httpx2.MockTransport`` returning the same bytes in
+30 chunks, per request, at ``--request-sizes`` (default ``--sizes``), CPU time, passes
+alternating; PASS at most 1.5×.
+
 Run: ``python bench/replay_scaling.py --quick`` (~3 min), or without ``--quick`` for the full table (~9 min)
 """
 
