@@ -104,6 +104,7 @@ class RequestKeys:
         self._members: dict[str, tuple[str, _Piece]] = {}  # raw `"key":value` -> (key, piece)
         self._elements: dict[str, _Piece] = {}  # raw element of `messages` -> piece
         self._last_messages = _SeenList([], [], [], [])  # the last list seen
+        self._last_members: list[str] = []  # the last body's members' raw texts ("" for messages)
         self._redactor: Redactor | None = None
         # Whether the raw-text detectors must read every whole body (a known value that could
         # span two pieces), or only a body with a suspect piece.
@@ -124,6 +125,7 @@ class RequestKeys:
             self._members.clear()
             self._elements.clear()
             self._last_messages = _SeenList([], [], [], [])
+            self._last_members = []
             self._redactor = redactor
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
             self._whole_text_check = any(_STRUCTURE.intersection(hint) for hint in hints)
@@ -150,25 +152,38 @@ class RequestKeys:
         if text[1] == "}":
             raise _NotFast  # {}: rare, the slow path has it
         members: list[tuple[str, _Piece]] = []
+        # The last request's members by position (model, system, tools ... come back the same):
+        # one is recognised by its text, without parsing it again.
+        last, seen = self._last_members, []
         start = 1
         while True:
             if text[start] != '"':
                 raise _NotFast
-            key, colon = _scan(text, start)
-            if text[colon] != ":":
-                raise _NotFast
-            if key == _MESSAGES and text[colon + 1] == "[":
-                piece, end = self._messages(text, colon + 2, redactor)
-            else:
-                value, end = _scan(text, colon + 1)
-                raw = text[start:end]
-                known = self._members.get(raw)
-                if known is None:
-                    known = (key, self._new_piece(value, raw, redactor, key))
-                    self._remember(self._members, raw, known)
+            raw = last[len(seen)] if len(seen) < len(last) else ""
+            end = start + len(raw)
+            again = raw and text.startswith(raw, start) and text[end : end + 1] in (",", "}")
+            known = self._members.get(raw) if again else None
+            if known is not None:
                 key, piece = known
+            else:
+                key, colon = _scan(text, start)
+                if text[colon] != ":":
+                    raise _NotFast
+                if key == _MESSAGES and text[colon + 1] == "[":
+                    piece, end = self._messages(text, colon + 2, redactor)
+                    raw = ""
+                else:
+                    value, end = _scan(text, colon + 1)
+                    raw = text[start:end]
+                    known = self._members.get(raw)
+                    if known is None:
+                        known = (key, self._new_piece(value, raw, redactor, key))
+                        self._remember(self._members, raw, known)
+                    key, piece = known
+            seen.append(raw)
             members.append((key, piece))
             if text[end] == "}" and end + 1 == len(text):
+                self._last_members = seen
                 return members
             if text[end] != ",":
                 raise _NotFast
