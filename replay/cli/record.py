@@ -12,12 +12,7 @@ import typer
 
 from replay.cli.common import bad_input, count, fail, say_waiting
 from replay.cli.signals import cleanup_on_sigterm
-from replay.fake.model import FakeModel
-from replay.fake.scenario import load_scenario
-from replay.fake.server import FakeModelServer
 from replay.loopback import is_loopback
-from replay.session.bundle import SESSION_FILE
-from replay.session.recording import record_bundle
 
 __all__ = ["record", "serve"]
 
@@ -104,6 +99,10 @@ def record(
         fail("replay record needs --scenario FILE (record against the fake model) or --live (against the real API).")
     if live and not prompts:
         fail("replay record --live needs at least one --prompt TEXT: the prompts are what the user says.")
+    # imported here, not above: `replay --help` must not import the SDK
+    from replay.session.bundle import SESSION_FILE
+    from replay.session.recording import record_bundle
+
     api_key = os.environ.get(API_KEY_VARIABLE) if live else None
     if live and not api_key:
         fail(f"A live recording needs an API key: set {API_KEY_VARIABLE} (export {API_KEY_VARIABLE}=sk-ant-...).")
@@ -172,6 +171,10 @@ def serve(
             f"--host must be a loopback address (127.0.0.1, ::1 or localhost), not {host!r}: "
             "the fake model checks no key."
         )
+    from replay.fake.model import FakeModel
+    from replay.fake.scenario import load_scenario
+    from replay.fake.server import FakeModelServer
+
     with bad_input():
         loaded = load_scenario(scenario)
         server = FakeModelServer(
