@@ -66,7 +66,8 @@ class _Worker:
 
 class WorkerPool(Generic[R]):
     """``workers`` processes that each run ``job`` on one item at a time. ``job`` must be a
-    module-level function (a fork server or spawn sends it by name)."""
+    module-level function (a fork server or spawn sends it by name); ``method`` is the start
+    method (default: ``start_method()``)."""
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class WorkerPool(Generic[R]):
         workers: int,
         *,
         timeout: float | None = None,
+        method: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if workers < 1:
@@ -83,10 +85,12 @@ class WorkerPool(Generic[R]):
         self._job = job
         self._timeout = timeout
         self._clock = clock
-        method = start_method()
+        method = method or start_method()
         self._context: BaseContext = multiprocessing.get_context(method)
         if method == "forkserver":
             self._context.set_forkserver_preload([job.__module__])  # type: ignore[attr-defined]
+        # A forked worker's parent is this process; a fork server's child's is the fork server.
+        self._parent = os.getpid() if method == "fork" else None
         self._workers = [self._start() for _ in range(workers)]
 
     def __enter__(self) -> WorkerPool[R]:
@@ -101,7 +105,7 @@ class WorkerPool(Generic[R]):
 
     def _start(self) -> _Worker:
         parent_end, child_end = self._context.Pipe()
-        process = self._context.Process(target=_serve, args=(self._job, child_end, os.getpid()), daemon=True)
+        process = self._context.Process(target=_serve, args=(self._job, child_end, self._parent), daemon=True)
         # Frozen objects are left alone by a forked child's collector, so it does not copy the
         # pages they live on; the caller's collector gets them back at once.
         gc.freeze()
@@ -209,7 +213,7 @@ def _exit_description(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _serve(job: Callable[[str], object], conn: Connection, parent: int) -> None:
+def _serve(job: Callable[[str], object], conn: Connection, parent: int | None) -> None:
     """A worker's life: run the job on each item it is sent until told to stop (None) or the
     caller goes away (end of file)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
@@ -237,11 +241,12 @@ def _items(conn: Connection) -> Iterator[str]:
         yield item
 
 
-def _die_with(parent: int) -> None:
-    """On Linux, have the kernel kill this worker when the caller dies (even by SIGKILL)."""
+def _die_with(parent: int | None) -> None:
+    """On Linux, have the kernel kill this worker when its parent (the caller, or the fork server,
+    which leaves with the caller) dies, even by SIGKILL."""
     if sys.platform != "linux":
         return
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the caller died before the request took effect
+    if parent is not None and os.getppid() != parent:  # the caller died before the request took effect
         os._exit(1)
