@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -76,6 +75,7 @@ def demo(
 
     Exit codes: 0 the session completed, 1 it ended in an error, 2 bad input.
     """
+    import asyncio
 
     from replay.session.demo import DEMO_DIR, describe, run_demo  # the SDK: not for `replay --help`
 

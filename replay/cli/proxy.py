@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -63,6 +62,8 @@ def proxy(
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a missing or broken cassette, a bad upstream or port).
     """
+    import asyncio
+
     if not 0 <= port <= 65535:
         fail(f"--port must be from 0 to 65535 (0 picks a free port), not {port}.")
     if cassette.is_dir():

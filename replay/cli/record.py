@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
@@ -93,6 +92,8 @@ def record(
     Exit codes: 0 recorded, 2 bad input (a missing key, a broken scenario, an --out folder that is not a bundle,
     a bundle another process is writing).
     """
+    import asyncio
+
     if live and scenario is not None:
         fail("Give either --scenario (the fake model) or --live (the real API), not both.")
     if not live and scenario is None:
@@ -166,6 +167,8 @@ def serve(
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a broken scenario, a host that is not loopback).
     """
+    import asyncio
+
     if not is_loopback(host):
         fail(
             f"--host must be a loopback address (127.0.0.1, ::1 or localhost), not {host!r}: "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -87,6 +86,8 @@ def run(
     corrupt bundle, one another process is writing while --update would rewrite it, or a live bundle that
     --update would record from without ANTHROPIC_API_KEY).
     """
+    import asyncio
+
     from replay.session.runner import run_bundle
     from replay.trace.cache_summary import unexpected_breaks
 
@@ -229,16 +230,21 @@ def verify(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
         console=stderr,
+        # No refresh thread: a worker that dies is replaced by forking this process, which must
+        # not be running other threads then; the bar is redrawn as each bundle ends instead.
+        auto_refresh=False,
         transient=True,
         disable=not stderr.is_terminal,  # a CI log gets no bar and no blank line
     )
-    pool = start_workers(jobs, len(bundles), timeout=timeout)  # before the progress bar's thread starts
+    pool = start_workers(jobs, len(bundles), timeout=timeout)
     try:
         with cleanup_on_sigterm(), progress:
             task = progress.add_task("", total=len(bundles))
 
             def done(summary: BundleSummary) -> None:
-                progress.update(task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}")
+                progress.update(
+                    task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}", refresh=True
+                )
 
             summaries = verify_bundles(bundles, jobs=jobs, pool=pool, on_done=done)
     finally:
@@ -264,6 +270,8 @@ def verify(
 
 def _rerecord_all(bundles: list[Path]) -> None:
     """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
+    import asyncio
+
     from replay.session.rerecord import rerecord_bundle
 
     changed = 0

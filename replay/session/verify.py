@@ -97,8 +97,8 @@ def verify_bundle(path: str | Path) -> BundleSummary:
 def start_workers(jobs: int, bundles: int, *, timeout: float | None = None) -> WorkerPool[BundleSummary] | None:
     """A warm pool of ``jobs`` worker processes, or None when this process should replay the
     bundles itself (one job and no ``timeout``, or a single bundle without one). Call it once
-    the SDK is imported (importing this module does that) and before starting any thread (a
-    progress bar): each worker starts as a copy of this process, with every module loaded."""
+    the SDK is imported (importing this module does that) while this process runs no other
+    thread: on Linux each worker starts as a copy of this process, with every module loaded."""
     if jobs < 1:
         raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
     if timeout is None and (jobs == 1 or bundles < 2):
