@@ -80,7 +80,8 @@ def sdk_loaded(args: list[str]) -> set[str]:
         "try:\n    app(sys.argv[1:], prog_name='replay')\nexcept SystemExit:\n    pass\n"
         "print(' '.join({m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    # -P: the current folder does not go first on sys.path, so PYTHONPATH picks the tree measured
+    result = subprocess.run([sys.executable, "-P", "-c", code, *args], capture_output=True, text=True, check=False)
     return set(result.stderr.split()) & SDK_MODULES
 
 
