@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from replay.session.verify import ERROR, MATCH, exit_code, verify_bundles
-from replay.session.verify_pool import WorkerPool
+from replay.session.verify_pool import Outcome, WorkerPool
 from tests.replay.session.worker_jobs import echo, verify_unless_crash
 
 ROOT = Path(__file__).resolve().parents[3]
 LIBRARY = ROOT / "cassettes"
 
 
-def values(outcomes: list) -> list[str | None]:
+def values(outcomes: list[Outcome[tuple[str, int]]]) -> list[str | None]:
     return [None if o.value is None else o.value[0] for o in outcomes]
 
 
@@ -83,7 +83,7 @@ def test_verify_bundles_reports_a_bundle_whose_worker_died_and_judges_the_others
 # A caller whose two workers hang; the test stops it as a user or a CI runner would.
 CALLER = """
 from replay.cli.signals import cleanup_on_sigterm
-from replay.session.verify_pool import WorkerPool
+from replay.session.verify_pool import Outcome, WorkerPool
 from tests.replay.session.worker_jobs import echo
 
 with cleanup_on_sigterm(), WorkerPool(echo, 2) as pool:
