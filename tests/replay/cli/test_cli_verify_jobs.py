@@ -1,13 +1,20 @@
 """`replay verify --jobs N` reports what `--jobs 1` reports: the same bundles in the same order,
-with the same verdicts, counts, differences and errors (only the seconds differ)."""
+with the same verdicts, counts, differences and errors (only the seconds differ); and stopping
+it with SIGTERM or Ctrl-C leaves none of its workers behind."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from replay.cli.app import app
@@ -65,3 +72,57 @@ def test_a_timeout_must_be_more_than_zero(tmp_path: Path) -> None:
     suite = library_with_a_corrupt_bundle(tmp_path)
 
     assert_bad_input(runner.invoke(app, ["verify", str(suite), "--timeout", "0"]), "--timeout must be more than 0")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_verify_leaves_no_worker_behind(stop: signal.Signals) -> None:
+    # The long session replays for seconds: long enough to find both workers at it.
+    bundles = [str(LIBRARY / "long-session-crosses-autocompact-twice"), str(LIBRARY / "demo")]
+    env = {**os.environ, "PYTHONPATH": str(LIBRARY.parent)}
+    verify = subprocess.Popen(
+        [sys.executable, "-m", "replay.cli", "verify", *bundles, "--jobs", "2"],
+        cwd=LIBRARY.parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    workers: list[int] = []
+    while len(workers) < 2 and verify.poll() is None:
+        workers = _children(verify.pid)
+        time.sleep(0.05)
+    assert len(workers) == 2, "verify ended before both workers were seen"
+
+    if stop is signal.SIGINT:  # Ctrl-C: the terminal signals the whole process group
+        os.killpg(verify.pid, stop)
+    else:
+        verify.send_signal(stop)
+    verify.wait(timeout=60)
+
+    assert verify.returncode == 128 + stop  # 143 for SIGTERM, 130 for Ctrl-C
+    deadline = time.monotonic() + 30  # the kernel's and init's time, not the subject of the test
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [pid for pid in workers if _alive(pid)]
+    assert alive == [], f"workers {alive} outlived replay verify"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
