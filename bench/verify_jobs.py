@@ -1,55 +1,150 @@
-"""Whole-process time of `replay verify cassettes/` with --jobs 1 and --jobs 2.
+"""Issue 16, target 5: `replay verify --jobs 2` against `--jobs 1` on a library of 64 bundles,
+and the command line's start-up without the SDK.
 
-Each run is a fresh `replay verify` process (interpreter start, imports, every bundle replayed,
-the summary table), timed from outside; the two settings alternate so that a busy machine slows
-both alike. Prints the median and range per setting, and their ratio. Usage:
+The library is the scenario library's bundles copied into a temp folder, in name order and
+then again from the first until there are 64 (renamed `00-autocompact-boundary`, ...), so it
+holds the long session twice. Each run is a fresh `replay verify` process (interpreter start,
+imports, every bundle replayed, the summary table), timed from outside; the two settings
+alternate so that a busy machine slows both alike, and the ratio is of the medians. The "bound"
+row is what two workers could reach at best with these bundles (their replay seconds from a
+`--jobs 1` run: the total over the larger of half the total and the longest bundle, start-up
+not counted); no number of workers makes a library faster than its longest bundle. The CPU
+row compares the CPU time both settings use (the process and its workers): near 1.0 when the
+workers redo no work (no imports), and unlike the wall-clock ratio it holds on a busy machine.
 
-    python bench/verify_jobs.py [--runs 5] [--path cassettes]
+Start-up: `replay --help` and `replay scrub --check` run in fresh processes; PASS when they
+load no SDK module (anthropic, httpx2, engine) and `replay --help` takes under 0.3 s (median;
+`python -c pass` is shown for scale: on a busy machine both grow). Usage:
+
+    python bench/verify_jobs.py [--runs 5] [--bundles 64] [--library cassettes]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+TARGET_RATIO = 1.6
+TARGET_STARTUP_SECONDS = 0.3
+SDK_MODULES = {"anthropic", "httpx2", "engine"}
 
-def time_verify(replay: str, path: str, jobs: int) -> float:
+
+def build_library(source: Path, target: Path, count: int) -> list[str]:
+    """``count`` bundles in ``target``: the library's, in name order, then again from the start."""
+    names = sorted(p.parent.name for p in source.glob("*/session.json"))
+    for index in range(count):
+        name = names[index % len(names)]
+        shutil.copytree(source / name, target / f"{index:02d}-{name}")
+    return names
+
+
+def timed(command: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.perf_counter()
-    result = subprocess.run([replay, "verify", path, "--jobs", str(jobs)], capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - started
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    return time.perf_counter() - started, result
+
+
+def cpu_seconds() -> float:
+    """CPU time of every finished child process and its children (the workers) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_verify(replay: str, library: Path, jobs: int) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (the process and its workers) of one `replay verify`."""
+    cpu = cpu_seconds()
+    elapsed, result = timed([replay, "verify", str(library), "--jobs", str(jobs)])
     if result.returncode != 0:
         sys.exit(f"replay verify --jobs {jobs} failed (exit {result.returncode}):\n{result.stdout}{result.stderr}")
-    return elapsed
+    return elapsed, cpu_seconds() - cpu
+
+
+def replay_seconds(replay: str, library: Path) -> list[float]:
+    result = subprocess.run([replay, "verify", str(library), "--json"], capture_output=True, text=True, check=True)
+    return [float(summary["seconds"]) for summary in json.loads(result.stdout)]
+
+
+def sdk_loaded(args: list[str]) -> set[str]:
+    """The SDK modules a fresh `replay ARGS` process has loaded when it ends."""
+    code = (
+        "import sys\nfrom replay.cli.app import app\n"
+        "try:\n    app(sys.argv[1:], prog_name='replay')\nexcept SystemExit:\n    pass\n"
+        "print(' '.join({m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
+    )
+    # -P: the current folder does not go first on sys.path, so PYTHONPATH picks the tree measured
+    result = subprocess.run([sys.executable, "-P", "-c", code, *args], capture_output=True, text=True, check=False)
+    return set(result.stderr.split()) & SDK_MODULES
+
+
+def row(name: str, measured: str, target: str, ok: bool) -> None:
+    print(f"{name:<44} {measured:>16} {target:>12}  {'PASS' if ok else 'FAIL'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per setting (default 5)")
-    parser.add_argument("--path", default="cassettes", help="the library to verify (default cassettes)")
+    parser.add_argument("--bundles", type=int, default=64, help="bundles in the library (default 64)")
+    parser.add_argument("--library", type=Path, default=Path("cassettes"), help="where to copy them from")
     args = parser.parse_args()
     replay = shutil.which("replay") or str(Path(sys.executable).with_name("replay"))
-    bundles = sum(1 for _ in Path(args.path).rglob("session.json"))
-    times: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(args.runs):
-        for jobs in (1, 2):
-            times[jobs].append(time_verify(replay, args.path, jobs))
+    with tempfile.TemporaryDirectory(prefix="verify-jobs-") as folder:
+        library = Path(folder) / "library"
+        names = build_library(args.library, library, args.bundles)
+        seconds = replay_seconds(replay, library)
+        times: dict[int, list[float]] = {1: [], 2: []}
+        cpu: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(args.runs):
+            for jobs in (1, 2):
+                wall, used = time_verify(replay, library, jobs)
+                times[jobs].append(wall)
+                cpu[jobs].append(used)
+        scrub_check = [replay, "scrub", "--check", str(library / f"00-{names[0]}")]
+        startup: dict[str, list[float]] = {"python -c pass": [], "replay --help": [], "replay scrub --check": []}
+        for _ in range(max(args.runs, 5)):
+            startup["python -c pass"].append(timed([sys.executable, "-c", "pass"])[0])
+            startup["replay --help"].append(timed([replay, "--help"])[0])
+            startup["replay scrub --check"].append(timed(scrub_check)[0])
+        loaded = {
+            "replay --help": sdk_loaded(["--help"]),
+            "replay scrub --check": sdk_loaded(scrub_check[1:]),
+        }
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"replay verify {args.path} ({bundles} bundles), whole process, {args.runs} runs each, "
-        f"{os.cpu_count()} CPUs, load average {load:.2f}"
+        f"replay verify on {args.bundles} bundles ({len(names)} of the library, then again), whole process, "
+        f"{args.runs} runs each, alternating; {os.cpu_count()} CPUs, load average {load:.2f} at the end"
     )
-    print(f"{'setting':<10} {'median s':>9} {'min s':>7} {'max s':>7}")
+    print(f"{'setting':<22} {'median s':>9} {'min s':>7} {'max s':>7} {'CPU s':>7}")
     for jobs, values in times.items():
-        print(f"--jobs {jobs:<3} {statistics.median(values):>9.2f} {min(values):>7.2f} {max(values):>7.2f}")
+        print(
+            f"--jobs {jobs:<15} {statistics.median(values):>9.2f} {min(values):>7.2f} {max(values):>7.2f} "
+            f"{statistics.median(cpu[jobs]):>7.2f}"
+        )
+    total, longest = sum(seconds), max(seconds)
+    print(f"replay seconds of the bundles (--jobs 1 --json): total {total:.2f}, longest {longest:.2f}")
+    print()
+    print(f"{'target':<44} {'measured':>16} {'target':>12}  verdict")
     ratio = statistics.median(times[1]) / statistics.median(times[2])
-    verdict = "faster" if ratio > 1 else "not faster"
-    print(f"--jobs 2 is {ratio:.2f}x the speed of --jobs 1 ({verdict})")
+    row("5. --jobs 2 speed / --jobs 1 speed", f"{ratio:.2f}x", f">= {TARGET_RATIO}x", ratio >= TARGET_RATIO)
+    bound = total / max(total / 2, longest)
+    print(f"{'   (bound for two workers, these bundles)':<44} {bound:>15.2f}x")
+    extra = statistics.median(cpu[2]) / statistics.median(cpu[1])
+    print(f"{'   (CPU time of --jobs 2 / --jobs 1)':<44} {extra:>15.2f}x")
+    help_median = statistics.median(startup["replay --help"])
+    row("5. replay --help start-up", f"{help_median:.3f} s", f"< {TARGET_STARTUP_SECONDS} s", help_median < 0.3)
+    for name, values in startup.items():
+        if name != "replay --help":
+            print(f"{'   ' + name:<44} {statistics.median(values):>14.3f} s")
+    for name, modules in loaded.items():
+        row(f"5. {name} loads no SDK", ", ".join(sorted(modules)) or "none", "none", not modules)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import json
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -33,6 +32,7 @@ from replay.cassette._vcr import interactions_from_vcr
 from replay.cassette.fingerprints import Normalizer, fingerprint_with_body, parse_body
 from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
+from replay.cassette.record_mode import RecordMode, RecordModeError, parse_record_mode
 from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
 from replay.cassette.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
 from replay.cassette.transport import (
@@ -51,38 +51,8 @@ __all__ = ["CassetteNotFoundError", "CassetteRecorder", "RecordMode", "RecordMod
 FAULT_KEY = "x_agent_replay_fault"
 
 
-class RecordMode(StrEnum):
-    """When requests go to the network (vcrpy's modes, by the same names)."""
-
-    NONE = "none"  # never: every request must be in the cassette
-    ONCE = "once"  # record a cassette that does not exist yet; otherwise like none
-    NEW_EPISODES = "new_episodes"  # answer what is recorded, record what is not
-    ALL = "all"  # record everything anew, replacing the cassette
-    # play what still matches, in order; record from the first request that does not; prune the
-    # rest (replay.cassette.rewrite)
-    REWRITE = "rewrite"
-
-    @property
-    def replaces(self) -> bool:
-        """Whether the cassette is recorded anew, whatever it held (``all``)."""
-        return self is RecordMode.ALL
-
-
-class RecordModeError(ValueError):
-    """A record mode name that is not one of the five."""
-
-
 class CassetteNotFoundError(FileNotFoundError):
     """Record mode ``none`` (or a replay) with no cassette to read."""
-
-
-def parse_record_mode(value: str | RecordMode) -> RecordMode:
-    """The ``RecordMode`` named ``value``; a clear error for anything else."""
-    try:
-        return RecordMode(value)
-    except ValueError:
-        names = ", ".join(mode.value for mode in RecordMode)
-        raise RecordModeError(f"Record mode {value!r} is not one of {names}.") from None
 
 
 @dataclass

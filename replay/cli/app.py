@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -15,8 +14,6 @@ from replay.cli import record as cli_record
 from replay.cli import run as cli_run
 from replay.cli import scrub as cli_scrub
 from replay.cli.command import ReplayCommand, ReplayGroup
-from replay.fake.blocks import ScenarioError
-from replay.session.demo import DEMO_DIR, describe, run_demo
 
 __all__ = ["app"]
 
@@ -58,14 +55,14 @@ app.command("scrub", cls=ReplayCommand)(cli_scrub.scrub)
 @app.command(cls=ReplayCommand)
 def demo(
     scenario_dir: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--scenario-dir",
             metavar="FOLDER",
             help="A folder with scenario.yaml and workspace/.",
             show_default="the bundled demo",
         ),
-    ] = DEMO_DIR,
+    ] = None,
 ) -> None:
     """Run a scripted session against the fake model and print the conversation and the trace.
 
@@ -78,6 +75,11 @@ def demo(
 
     Exit codes: 0 the session completed, 1 it ended in an error, 2 bad input.
     """
+    import asyncio
+
+    from replay.session.demo import DEMO_DIR, describe, run_demo  # the SDK: not for `replay --help`
+
+    scenario_dir = scenario_dir or DEMO_DIR
 
     def show(item: object) -> None:
         line = describe(item)
@@ -86,7 +88,7 @@ def demo(
 
     try:
         run = asyncio.run(run_demo(scenario_dir, on_output=show))
-    except ScenarioError as exc:
+    except ValueError as exc:  # ScenarioError
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:

@@ -9,10 +9,6 @@ from typing import NoReturn
 
 import typer
 
-from replay.cassette import CassetteError
-from replay.fake.blocks import ScenarioError
-from replay.session.bundle import BundleError
-
 __all__ = [
     "BAD_INPUT",
     "DEFAULT_BUNDLES",
@@ -67,8 +63,10 @@ def describe_error(exc: BaseException) -> str:
 @contextmanager
 def bad_input() -> Iterator[None]:
     """Turn the library's bad-input errors (an unreadable bundle, cassette or scenario, a file
-    that is not there, a bad value) into one line on stderr and exit code 2, never a traceback."""
+    that is not there, a bad value) into one line on stderr and exit code 2, never a traceback.
+    Every such error of the library (``BundleError``, ``CassetteError``, ``ScenarioError``,
+    ``FileWriteError``) is a ``ValueError``: naming them here would import the SDK for ``--help``."""
     try:
         yield
-    except (BundleError, CassetteError, ScenarioError, ValueError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         fail(describe_error(exc))

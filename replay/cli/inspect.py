@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replay.cli.common import DEFAULT_BUNDLES, DRIFT, OK, bad_input, fail
-from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
-from replay.session.bundle_diff import diff_paths
-from replay.session.library_coverage import coverage as coverage_of
-from replay.session.library_coverage import render_table
-from replay.trace.behaviour import BehaviourTrace, TraceFormatError, TraceProblem, render_mermaid, render_text
-from replay.trace.cache_summary import summarize_cache
-from replay.trace.diff import diff_traces
-from replay.trace.trace_file import read_trace_file
+
+if TYPE_CHECKING:
+    from replay.trace.behaviour import BehaviourTrace
+
+# Each command imports the library inside its function: `replay --help` must not import the SDK.
 
 __all__ = ["TraceFormat", "coverage", "diff", "show"]
 
@@ -58,6 +55,10 @@ def show(
 
     Exit codes: 0 shown, 2 bad input (no such bundle, or one without trace.json).
     """
+    from replay.session.bundle import load_bundle
+    from replay.trace.behaviour import render_mermaid, render_text
+    from replay.trace.cache_summary import summarize_cache
+
     with bad_input():
         trace = _load_trace(session)
         # A fake-model bundle's usage is the scenario's (often pinned): comparing the audit with
@@ -74,6 +75,8 @@ def show(
 
 
 def _load_trace(path: Path) -> BehaviourTrace:
+    from replay.session.bundle import SESSION_FILE, BundleError, load_bundle
+
     if path.is_dir():
         if not (path / SESSION_FILE).is_file():
             raise BundleError(f"{path} is a folder without {SESSION_FILE}, so it is not a bundle.")
@@ -86,6 +89,9 @@ def _load_trace(path: Path) -> BehaviourTrace:
 
 def _load_trace_file(path: Path) -> BehaviourTrace:
     """A ``trace.json`` file, or ``ValueError`` with one sentence for a file that is not one."""
+    from replay.trace.behaviour import TraceFormatError, TraceProblem
+    from replay.trace.trace_file import read_trace_file
+
     try:
         return read_trace_file(path)
     except TraceFormatError as exc:
@@ -121,6 +127,9 @@ def diff(
 
     Exit codes: 0 no difference, 1 different, 2 bad input.
     """
+    from replay.session.bundle_diff import diff_paths
+    from replay.trace.diff import diff_traces
+
     with bad_input():
         if _is_trace_file(a) and _is_trace_file(b):
             lines = diff_traces(_load_trace_file(a), _load_trace_file(b))
@@ -156,6 +165,9 @@ def coverage(
 
     Exit codes: 0 shown, 2 bad input (no bundles, or one that cannot be read).
     """
+    from replay.session.library_coverage import coverage as coverage_of
+    from replay.session.library_coverage import render_table
+
     roots = paths or [DEFAULT_BUNDLES]
     with bad_input():
         report = coverage_of(roots)

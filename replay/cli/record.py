@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
@@ -12,12 +11,7 @@ import typer
 
 from replay.cli.common import bad_input, count, fail, say_waiting
 from replay.cli.signals import cleanup_on_sigterm
-from replay.fake.model import FakeModel
-from replay.fake.scenario import load_scenario
-from replay.fake.server import FakeModelServer
 from replay.loopback import is_loopback
-from replay.session.bundle import SESSION_FILE
-from replay.session.recording import record_bundle
 
 __all__ = ["record", "serve"]
 
@@ -98,12 +92,18 @@ def record(
     Exit codes: 0 recorded, 2 bad input (a missing key, a broken scenario, an --out folder that is not a bundle,
     a bundle another process is writing).
     """
+    import asyncio
+
     if live and scenario is not None:
         fail("Give either --scenario (the fake model) or --live (the real API), not both.")
     if not live and scenario is None:
         fail("replay record needs --scenario FILE (record against the fake model) or --live (against the real API).")
     if live and not prompts:
         fail("replay record --live needs at least one --prompt TEXT: the prompts are what the user says.")
+    # imported here, not above: `replay --help` must not import the SDK
+    from replay.session.bundle import SESSION_FILE
+    from replay.session.recording import record_bundle
+
     api_key = os.environ.get(API_KEY_VARIABLE) if live else None
     if live and not api_key:
         fail(f"A live recording needs an API key: set {API_KEY_VARIABLE} (export {API_KEY_VARIABLE}=sk-ant-...).")
@@ -167,11 +167,17 @@ def serve(
 
     Exit codes: 0 stopped with Ctrl-C, 2 bad input (a broken scenario, a host that is not loopback).
     """
+    import asyncio
+
     if not is_loopback(host):
         fail(
             f"--host must be a loopback address (127.0.0.1, ::1 or localhost), not {host!r}: "
             "the fake model checks no key."
         )
+    from replay.fake.model import FakeModel
+    from replay.fake.scenario import load_scenario
+    from replay.fake.server import FakeModelServer
+
     with bad_input():
         loaded = load_scenario(scenario)
         server = FakeModelServer(

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from replay.cassette import CassetteError
 from replay.cli.common import (
     BAD_INPUT,
     DEFAULT_BUNDLES,
@@ -26,13 +22,14 @@ from replay.cli.common import (
 )
 from replay.cli.signals import cleanup_on_sigterm
 from replay.cli.tables import Column, print_table
-from replay.fake.blocks import ScenarioError
-from replay.session.bundle import BundleError
-from replay.session.rerecord import rerecord_bundle
-from replay.session.runner import RunReport, run_bundle
-from replay.session.verify import BundleSummary, exit_code, find_bundles, start_workers, verify_bundles
-from replay.storage.atomic import FileWriteError
-from replay.trace.cache_summary import BreakReport, unexpected_breaks
+
+if TYPE_CHECKING:
+    from replay.session.runner import RunReport
+    from replay.session.verify import BundleSummary
+    from replay.trace.cache_summary import BreakReport
+
+# Each command imports the library (the engine, the SDK) inside its function, so `replay --help`
+# stays quick; `replay verify` imports it before starting its workers, which inherit it.
 
 __all__ = ["cache_break_line", "run", "verify"]
 
@@ -89,13 +86,18 @@ def run(
     corrupt bundle, one another process is writing while --update would rewrite it, or a live bundle that
     --update would record from without ANTHROPIC_API_KEY).
     """
+    import asyncio
+
+    from replay.session.runner import run_bundle
+    from replay.trace.cache_summary import unexpected_breaks
+
     code = OK
     reports: list[dict[str, object]] = []
     for session in sessions:
         try:
             with cleanup_on_sigterm():
                 report = asyncio.run(run_bundle(session, update=update, wait=wait, on_wait=say_waiting(session)))
-        except (BundleError, CassetteError, FileWriteError, ScenarioError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # BundleError, CassetteError, ScenarioError, FileWriteError
             typer.echo(f"error: {one_line(describe_error(exc))}", err=True)
             reports.append({"bundle": str(session), "verdict": "error", "error": one_line(describe_error(exc))})
             code = BAD_INPUT
@@ -153,6 +155,16 @@ def verify(
             "--jobs", "-j", metavar="N", help="How many bundles to re-execute at once, each in its own process."
         ),
     ] = 1,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Stop a bundle still replaying after this many seconds and report it as an error "
+            "(every bundle then runs in a worker process, even with --jobs 1).",
+            show_default="no limit",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON instead of a table.")] = False,
     rerecord: Annotated[
         bool,
@@ -174,21 +186,32 @@ def verify(
     """Re-execute every bundle below some folders, with a progress bar and a summary table.
 
     A bundle is any folder holding session.json; the search does not enter a bundle or a
-    hidden folder. Each bundle is judged as `replay run` judges it.
+    hidden folder. Each bundle is judged as `replay run` judges it. With --jobs N the bundles
+    run in N worker processes started from this one once it has loaded the SDK; the table lists
+    them in the same order, with the same verdicts, as --jobs 1.
 
     Examples:
 
         replay verify                        # every bundle below cassettes/
         replay verify cassettes tests/sessions --jobs 4
+        replay verify --jobs 2 --timeout 300  # a hung bundle: an error
         replay verify --rerecord             # record again: identical files?
         replay verify --fail-on-cache-break  # and no unexpected prompt-cache break
 
     Exit codes: 0 every bundle matches, 1 at least one drifted (or, with --fail-on-cache-break, broke the
-    prompt cache unexpectedly), 2 bad input (no bundles, or one that cannot be read).
+    prompt cache unexpectedly), 2 bad input (no bundles, or one that cannot be read, or whose worker
+    process died or ran past --timeout).
     """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from replay.session.verify import exit_code, find_bundles, start_workers, verify_bundles
+
     with bad_input():
         if jobs < 1:
             raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"--timeout must be more than 0 seconds, not {timeout:g}.")
         roots = paths or [DEFAULT_BUNDLES]
         bundles = find_bundles(roots)
     if not bundles:
@@ -207,21 +230,26 @@ def verify(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
         console=stderr,
+        # No refresh thread: a worker that dies is replaced by forking this process, which must
+        # not be running other threads then; the bar is redrawn as each bundle ends instead.
+        auto_refresh=False,
         transient=True,
         disable=not stderr.is_terminal,  # a CI log gets no bar and no blank line
     )
-    pool = start_workers(jobs, len(bundles))  # before the progress bar's thread starts
+    pool = start_workers(jobs, len(bundles), timeout=timeout)
     try:
         with cleanup_on_sigterm(), progress:
             task = progress.add_task("", total=len(bundles))
 
             def done(summary: BundleSummary) -> None:
-                progress.update(task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}")
+                progress.update(
+                    task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}", refresh=True
+                )
 
             summaries = verify_bundles(bundles, jobs=jobs, pool=pool, on_done=done)
     finally:
         if pool is not None:
-            pool.shutdown()
+            pool.close()
     if as_json:
         typer.echo(json.dumps([s.to_json() for s in summaries], indent=2, ensure_ascii=False))
     else:
@@ -242,6 +270,10 @@ def verify(
 
 def _rerecord_all(bundles: list[Path]) -> None:
     """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
+    import asyncio
+
+    from replay.session.rerecord import rerecord_bundle
+
     changed = 0
     for bundle in bundles:
         with bad_input():

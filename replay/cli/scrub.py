@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replay.cli.common import DRIFT, OK, bad_input, count, fail
-from replay.session.scrub_files import ScanReport, ScrubReport, scan_paths, scrub_paths
+
+if TYPE_CHECKING:
+    from replay.session.scrub_files import ScanReport, ScrubReport
 
 __all__ = ["scrub"]
 
@@ -42,6 +44,9 @@ def scrub(
 
     Exit codes: 0 nothing leaks, 1 secrets found (--check) or still there, 2 bad input.
     """
+    # imported here, not above: `replay --help` must not import detect-secrets
+    from replay.session.scrub_files import ScanReport, scan_paths, scrub_paths
+
     with bad_input():  # a missing path, an unreadable file, a file that cannot be rewritten
         report = scan_paths(paths) if check else scrub_paths(paths)
     where = ", ".join(map(str, paths))

@@ -29,6 +29,15 @@ from replay.schema.documents import (
     validate_document,
 )
 from replay.schema.options import SessionOptions, SessionOptionsError
+from replay.session.bundle_layout import (  # re-exported: the rest of the package imports them from here
+    BUNDLE_FILES,
+    CASSETTE_FILE,
+    SCENARIO_FILE,
+    SESSION_FILE,
+    TRACE_JSON_FILE,
+    TRANSCRIPT_FILE,
+    WORKSPACE_DIR,
+)
 from replay.storage.bundle_files import (
     MAX_SESSION_BYTES,
     MAX_TRACE_BYTES,
@@ -52,15 +61,6 @@ __all__ = [
 ]
 
 SESSION_FORMAT_VERSION = 1
-CASSETTE_FILE = "cassette.yaml"
-TRANSCRIPT_FILE = "transcript.jsonl"
-SESSION_FILE = "session.json"
-SCENARIO_FILE = "scenario.yaml"
-TRACE_JSON_FILE = "trace.json"
-TRACE_TEXT_FILE = "trace.txt"
-WORKSPACE_DIR = "workspace"
-# The files a recording writes beside workspace/ (and replaces on a re-recording).
-BUNDLE_FILES = (CASSETTE_FILE, TRANSCRIPT_FILE, SESSION_FILE, SCENARIO_FILE, TRACE_JSON_FILE, TRACE_TEXT_FILE)
 WORKSPACE_PLACEHOLDER = "<workspace>"
 SESSION_PLACEHOLDER = "<session>"
 # A live recording needs a key; a fake-model one sends this placeholder (scrubbed all the same).

@@ -34,13 +34,13 @@ from replay.session.bundle import (
     SCENARIO_FILE,
     SESSION_FILE,
     TRACE_JSON_FILE,
-    TRACE_TEXT_FILE,
     TRANSCRIPT_FILE,
     WORKSPACE_DIR,
     Bundle,
     BundleError,
     load_bundle,
 )
+from replay.session.bundle_layout import TRACE_TEXT_FILE
 from replay.session.bundle_swap import new_staging, swap_into_place, sweep_stale
 from replay.session.judge import RunReport, judge_bundle
 from replay.session.recording import exhausted_message

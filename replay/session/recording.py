@@ -28,7 +28,6 @@ from replay.session.bundle import (
     SCENARIO_FILE,
     SESSION_FILE,
     TRACE_JSON_FILE,
-    TRACE_TEXT_FILE,
     TRANSCRIPT_FILE,
     WORKSPACE_DIR,
     Bundle,
@@ -37,6 +36,7 @@ from replay.session.bundle import (
     copy_workspace,
     load_bundle,
 )
+from replay.session.bundle_layout import TRACE_TEXT_FILE
 from replay.session.bundle_swap import begin_bundle_write, swap_into_place
 from replay.session.session_run import run_session
 from replay.session.session_setup import resolve_setup

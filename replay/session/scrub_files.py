@@ -34,7 +34,7 @@ from replay.cassette.scrub import REDACTED, SECRET_HEADERS
 from replay.cassette.secret_scan import Finding, find_secrets
 from replay.redact.kinds import SecretKind
 from replay.redact.redactor import current_redactor
-from replay.session.bundle import SESSION_FILE
+from replay.session.bundle_layout import SESSION_FILE
 from replay.storage.atomic import atomic_write_text
 from replay.storage.bundle_lock import bundle_write_lock, swapping_generation
 

@@ -7,22 +7,21 @@ summed up in a small picklable record, so worker processes can send it back.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from replay.cassette import CassetteError
-from replay.session.bundle import SESSION_FILE, BundleError
+from replay.session.bundle import BundleError
+from replay.session.bundle_layout import SESSION_FILE
 from replay.session.runner import run_bundle
+from replay.session.verify_pool import Outcome, WorkerPool
 from replay.storage.atomic import FileWriteError
 from replay.trace.cache_summary import BreakReport, unexpected_breaks
 
-__all__ = ["BundleSummary", "exit_code", "find_bundles", "verify_bundle", "verify_bundles"]
+__all__ = ["BundleSummary", "exit_code", "find_bundles", "start_workers", "verify_bundle", "verify_bundles"]
 
 MATCH, DRIFT, ERROR = "match", "drift", "error"
 
@@ -95,59 +94,64 @@ def verify_bundle(path: str | Path) -> BundleSummary:
     )
 
 
-def start_workers(jobs: int, bundles: int) -> ProcessPoolExecutor | None:
-    """A warm pool of ``jobs`` worker processes, or None when one process is enough. Call it
-    before starting any thread (a progress bar): on Linux the workers are forked, so they
-    inherit every loaded module instead of importing the SDK and the engine again, and forking
-    a process that runs other threads is not safe."""
+def start_workers(jobs: int, bundles: int, *, timeout: float | None = None) -> WorkerPool[BundleSummary] | None:
+    """A warm pool of ``jobs`` worker processes, or None when this process should replay the
+    bundles itself (one job and no ``timeout``, or a single bundle without one). Call it once
+    the SDK is imported (importing this module does that) while this process runs no other
+    thread: on Linux each worker starts as a copy of this process, with every module loaded."""
     if jobs < 1:
         raise ValueError(f"--jobs must be 1 or more, not {jobs}.")
-    if jobs == 1 or bundles < 2:
+    if timeout is None and (jobs == 1 or bundles < 2):
         return None
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    workers = min(jobs, bundles)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
-    # Start every worker now, while this process has no other thread.
-    for future in [pool.submit(os.getpid) for _ in range(workers)]:
-        future.result()
-    return pool
+    return WorkerPool(verify_bundle, min(jobs, max(bundles, 1)), timeout=timeout)
 
 
 def verify_bundles(
     bundles: Sequence[Path],
     *,
     jobs: int = 1,
-    pool: ProcessPoolExecutor | None = None,
+    pool: WorkerPool[BundleSummary] | None = None,
     on_done: Callable[[BundleSummary], None] | None = None,
 ) -> list[BundleSummary]:
     """Verify ``bundles``, in ``pool``'s worker processes if given (else ``jobs`` at a time);
-    the summaries come back in the order of ``bundles``, ``on_done`` is told of each as it ends."""
-    summaries: dict[str, BundleSummary] = {}
+    the summaries come back in the order of ``bundles`` (so ``--jobs 2`` reports what
+    ``--jobs 1`` does), ``on_done`` is told of each as it ends. A bundle whose worker died or
+    ran out of time is an ``error`` summary saying so."""
     own_pool = pool is None
     if pool is None:
         pool = start_workers(jobs, len(bundles))
     if pool is None:
+        summaries = []
         for bundle in bundles:
-            summaries[str(bundle)] = summary = verify_bundle(bundle)
+            summaries.append(verify_bundle(bundle))
             if on_done is not None:
-                on_done(summary)
-        return [summaries[str(b)] for b in bundles]
+                on_done(summaries[-1])
+        return summaries
+
+    def done(outcome: Outcome[BundleSummary]) -> None:
+        if on_done is not None:
+            on_done(_summary(outcome))
+
     try:
         # The biggest cassettes first, so one long session does not finish alone at the end.
-        ordered = sorted(bundles, key=_weight, reverse=True)
-        futures: list[Future[BundleSummary]] = [pool.submit(verify_bundle, str(b)) for b in ordered]
-        for future in as_completed(futures):
-            summary = future.result()
-            summaries[summary.bundle] = summary
-            if on_done is not None:
-                on_done(summary)
+        order = sorted(range(len(bundles)), key=lambda i: _weight(bundles[i]), reverse=True)
+        outcomes = pool.run([str(bundles[i]) for i in order], on_outcome=done)
     finally:
         if own_pool:
-            pool.shutdown()
-    return [summaries[str(b)] for b in bundles]
+            pool.close()
+    summaries: list[BundleSummary | None] = [None] * len(bundles)
+    for index, outcome in zip(order, outcomes, strict=True):
+        summaries[index] = _summary(outcome)
+    return [summary for summary in summaries if summary is not None]
 
 
-def _weight(bundle: Path) -> int:
+def _summary(outcome: Outcome[BundleSummary]) -> BundleSummary:
+    if outcome.value is not None:
+        return outcome.value
+    return BundleSummary(outcome.item, ERROR, error=outcome.error)
+
+
+def _weight(bundle: str | Path) -> int:
     try:
         return (Path(bundle) / "cassette.yaml").stat().st_size
     except OSError:

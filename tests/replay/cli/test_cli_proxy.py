@@ -159,3 +159,11 @@ def test_a_retry_after_a_fault_is_not_a_new_conversation(tmp_path: Path) -> None
 
     assert first.value.code == 529
     assert second["content"][0]["text"] == "Second time lucky."
+
+
+def test_the_commands_default_upstream_is_the_proxys() -> None:
+    # spelled twice so that `replay --help` need not import the proxy (httpx, vcrpy)
+    from replay.cli.proxy import DEFAULT_UPSTREAM as SHOWN
+    from replay.proxy.server import DEFAULT_UPSTREAM
+
+    assert SHOWN == DEFAULT_UPSTREAM

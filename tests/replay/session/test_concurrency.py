@@ -109,7 +109,7 @@ def test_verify_with_worker_processes_judges_every_parallel_replay_a_match(bundl
     try:
         summaries = verify_bundles([bundle] * REPLAYS, pool=pool, on_done=done.append)
     finally:
-        pool.shutdown()
+        pool.close()
 
     assert len(done) == REPLAYS
     assert [(s.verdict, s.error, s.differences) for s in done] == [(MATCH, None, [])] * REPLAYS

@@ -1,0 +1,60 @@
+"""The command line starts without the SDK: `replay --help` and `replay scrub --check` import
+neither anthropic, httpx2 nor the engine (each command imports what it needs when it runs), so
+they answer at once. Each probe runs in a fresh interpreter, and what it checks is which
+modules are loaded, never how long it took."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+HEAVY = {"anthropic", "httpx2", "httpx", "engine", "vcr"}  # (typer itself may load pydantic)
+
+PROBE = """
+import sys
+from replay.cli.app import app
+try:
+    app(sys.argv[1:], prog_name="replay")
+except SystemExit as exit:
+    print("exit", exit.code)
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+def loaded_by(*args: str) -> tuple[str, set[str]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    *output, modules = result.stdout.splitlines()
+    return "\n".join(output), set(modules.split())
+
+
+@pytest.mark.parametrize("args", [["--help"], ["verify", "--help"], ["run", "--help"], ["record", "--help"]])
+def test_help_imports_no_sdk(args: list[str]) -> None:
+    output, modules = loaded_by(*args)
+
+    assert "Usage: replay" in output and "exit 0" in output
+    assert modules & HEAVY == set()
+
+
+def test_scrub_check_imports_no_sdk(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("nothing secret here\n")
+
+    output, modules = loaded_by("scrub", "--check", str(tmp_path))
+
+    assert "No secrets in 1 file below" in output and "exit 0" in output
+    assert modules & HEAVY == set()
+
+
+def test_verify_imports_the_sdk_before_its_workers_start() -> None:
+    # The workers are forked from this process, so what it has loaded they need not import.
+    output, modules = loaded_by("verify", str(ROOT / "cassettes" / "demo"), "--jobs", "2")
+
+    assert "1 bundle(s): 1 match" in output
+    assert {"anthropic", "httpx2", "engine"} <= modules
