@@ -18,6 +18,8 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
+from replay.storage._yaml_events import Unusual, construct_plain
+
 __all__ = ["AliasRefusedError", "DuplicateKeyError", "FlowMap", "FlowSeq", "dump_yaml", "load_yaml", "yaml_problem"]
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -109,6 +111,12 @@ _DataDumper.add_representer(
 def load_yaml(text: str) -> Any:
     """The one document in ``text`` as plain data. Raises `yaml.YAMLError` (with a mark where
     the parser has one), `AliasRefusedError` or `DuplicateKeyError`."""
+    # The lean path builds the data straight from the parser's events; whatever it leaves
+    # (tags, anchors, repeated keys, errors) the full loader reads, accepts or refuses as ever.
+    try:
+        return construct_plain(text, _DataLoader.yaml_implicit_resolvers)
+    except Unusual:
+        pass
     loader = _DataLoader(text)
     try:
         return loader.get_single_data()
