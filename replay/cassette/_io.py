@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final
@@ -19,7 +21,7 @@ from replay.cassette.scrub import scrub_interaction
 from replay.storage.atomic import FileWriteError, atomic_write_text
 from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml, yaml_problem
 
-__all__ = ["dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
+__all__ = ["collector_paused", "dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
 
 _HEADER: Final = f"# agent-replay cassette, format version {CASSETTE_FORMAT_VERSION} (see docs/cassettes.md)\n"
 # The last line of every native file: a file that fails to load and lacks it was cut short.
@@ -66,6 +68,26 @@ def load_cassette(path: str | PathLike[str]) -> Cassette:
 
 def loads_cassette(text: str, *, source_name: str) -> Cassette:
     """The cassette in ``text``; ``source_name`` names it in errors."""
+    with collector_paused():
+        return _loads_cassette(text, source_name)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, back on after it (even when it
+    raises), unless it was already off. Loading builds hundreds of thousands of objects and
+    none of them is garbage yet, but each allocation burst triggers collections that walk all
+    of them again: with the collector on, loading 10,000 interactions took a third longer."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _loads_cassette(text: str, source_name: str) -> Cassette:
     if len(text) > MAX_CASSETTE_BYTES:
         raise CassetteError(source_name, f"is over the {_limit()} limit; check that it is a cassette.")
     text = text.removeprefix("\ufeff")
