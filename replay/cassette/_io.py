@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import yaml
 
+from replay.cassette._compiled import MIN_COMPILED_BYTES, Compiled, read_compiled, text_digest, write_compiled
 from replay.cassette._content import FormatProblem
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, MAX_CASSETTE_BYTES, Cassette, CassetteError, CassetteSource
 from replay.cassette._native import FORMAT_MARKER, decode_native, encode_native
@@ -97,6 +98,12 @@ def _loads_cassette(text: str, source_name: str) -> Cassette:
     # parses, and would replay as a shorter session instead of being refused.
     if _NATIVE_START.search(text, 0, 4096) is not None:
         _check_end_line(text, source_name)
+    digest = text_digest(text) if len(text) >= MIN_COMPILED_BYTES else ""
+    compiled = read_compiled(text, digest) if digest else None
+    if compiled is not None:
+        cassette = _from_compiled(compiled)
+        if cassette is not None:
+            return cassette
     document, parsed_as = _parse(text, source_name)
     try:
         if isinstance(document, Mapping) and FORMAT_MARKER in document:
@@ -104,6 +111,8 @@ def _loads_cassette(text: str, source_name: str) -> Cassette:
             _check_native_version(document[FORMAT_MARKER], source_name)
             cassette = decode_native(document)
             cassette.source = CassetteSource.NATIVE
+            if digest:
+                write_compiled(text, digest, document, cassette.computed_fingerprints)
             return cassette
         if is_vcrpy_shape(document):
             _check_vcrpy_version(document["version"], source_name)
@@ -122,6 +131,20 @@ def _loads_cassette(text: str, source_name: str) -> Cassette:
         f"is neither an agent-replay cassette (no '{FORMAT_MARKER}:' key) nor a vcrpy cassette "
         "(no 'version:' and 'interactions:' keys); check that the path names a cassette.",
     )
+
+
+def _from_compiled(compiled: Compiled) -> Cassette | None:
+    # A copy is only ever written after its YAML loaded; one that does not decode now was
+    # damaged or tampered with, and the YAML decides.
+    document = compiled.document
+    if document.get(FORMAT_MARKER) != CASSETTE_FORMAT_VERSION:
+        return None
+    try:
+        cassette = decode_native(document, json_data=True, fingerprints=compiled.fingerprints)
+    except Exception:  # whatever a bad copy raises, the YAML is read instead
+        return None
+    cassette.source = CassetteSource.NATIVE
+    return cassette
 
 
 def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource]:
