@@ -214,12 +214,16 @@ def print_load_tables(rows: Sequence[LoadRow], memory: Sequence[MemoryRow], repe
         print(
             f"{row.size:>12,} {row.native_bytes / 1e6:>10.2f} {row.vcrpy_bytes / 1e6:>9.2f} "
             f"{statistics.median(row.vcrpy) * 1e3:>8.3f} {statistics.median(row.yaml) * 1e3:>10.3f} "
-            f"{statistics.median(row.compiled) * 1e3:>14.3f} {row.ratio('yaml'):>10.2f}× {row.ratio('compiled'):>14.2f}×"
+            f"{statistics.median(row.compiled) * 1e3:>14.3f} "
+            f"{row.ratio('yaml'):>10.2f}× {row.ratio('compiled'):>14.2f}×"
         )
     if memory:
         print()
         print(f"Replaying the {rows[-1].size:,}-interaction cassette in a fresh process (peak RSS above the baseline)")
-        header = f"{'loaded from':>12} {'cassette MB':>12} {'base MB':>8} {'after load MB':>14} {'peak MB':>8} {'growth÷cassette':>16}"
+        header = (
+            f"{'loaded from':>12} {'cassette MB':>12} {'base MB':>8} {'after load MB':>14} "
+            f"{'peak MB':>8} {'growth÷cassette':>16}"
+        )
         print(header)
         print("-" * len(header))
         for m in memory:
@@ -242,7 +246,8 @@ def print_load_targets(rows: Sequence[LoadRow], memory: Sequence[MemoryRow]) -> 
     print(
         f"target 1 (load <= {TARGET_RATIO:.1f}× vcrpy per interaction at {sizes}, flat within {TARGET_FLAT}×): "
         f"{'PASS' if passed else 'FAIL'} — compiled at most {worst:.2f}× vcrpy, {flat:.2f}× largest/smallest; "
-        f"first load from the YAML at most {worst_yaml:.2f}× vcrpy ({'PASS' if worst_yaml <= TARGET_RATIO else 'FAIL'}), "
+        f"first load from the YAML at most {worst_yaml:.2f}× vcrpy "
+        f"({'PASS' if worst_yaml <= TARGET_RATIO else 'FAIL'}), "
         f"{flat_yaml:.2f}× largest/smallest"
     )
     for m in memory:

@@ -20,7 +20,7 @@ from replay.cassette._native import FORMAT_MARKER, decode_native, encode_native
 from replay.cassette._vcrpy import VCRPY_FORMAT_VERSION, interactions_from_vcrpy, is_vcrpy_shape
 from replay.cassette.scrub import scrub_interaction
 from replay.storage.atomic import FileWriteError, atomic_write_text
-from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml, yaml_problem
+from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml_data, yaml_problem
 
 __all__ = ["collector_paused", "dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
 
@@ -104,12 +104,12 @@ def _loads_cassette(text: str, source_name: str) -> Cassette:
         cassette = _from_compiled(compiled)
         if cassette is not None:
             return cassette
-    document, parsed_as = _parse(text, source_name)
+    document, parsed_as, json_data = _parse(text, source_name)
     try:
         if isinstance(document, Mapping) and FORMAT_MARKER in document:
             _check_end_line(text, source_name)
             _check_native_version(document[FORMAT_MARKER], source_name)
-            cassette = decode_native(document)
+            cassette = decode_native(document, json_data=json_data)
             cassette.source = CassetteSource.NATIVE
             if digest:
                 write_compiled(text, digest, document, cassette.computed_fingerprints)
@@ -140,17 +140,18 @@ def _from_compiled(compiled: Compiled) -> Cassette | None:
     if document.get(FORMAT_MARKER) != CASSETTE_FORMAT_VERSION:
         return None
     try:
-        cassette = decode_native(document, json_data=True, fingerprints=compiled.fingerprints)
+        cassette = decode_native(document, json_data=True, compiled=True, fingerprints=compiled.fingerprints)
     except Exception:  # whatever a bad copy raises, the YAML is read instead
         return None
     cassette.source = CassetteSource.NATIVE
     return cassette
 
 
-def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource]:
+def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource, bool]:
+    # The document, the format it was read as, and whether it is known to hold JSON values only.
     if text.lstrip().startswith(("{", "[")):
         try:
-            return json.loads(text), CassetteSource.VCRPY_JSON
+            return json.loads(text), CassetteSource.VCRPY_JSON, False
         except RecursionError:
             raise CassetteError(source_name, f"nests its data too deeply to be a cassette; {_RESTORE}.") from None
         except json.JSONDecodeError as err:
@@ -160,7 +161,8 @@ def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource]:
                 f"it looks truncated or corrupt — {_RESTORE}.",
             ) from None
     try:
-        return load_yaml(text), CassetteSource.VCRPY_YAML
+        document, json_data = load_yaml_data(text)
+        return document, CassetteSource.VCRPY_YAML, json_data
     except AliasRefusedError as err:
         raise CassetteError(
             source_name,

@@ -131,14 +131,18 @@ def _encode_event(event: SseEvent) -> dict[str, Any]:
 
 
 def decode_native(
-    document: Mapping[str, Any], *, json_data: bool = False, fingerprints: list[str] | None = None
+    document: Mapping[str, Any],
+    *,
+    json_data: bool = False,
+    compiled: bool = False,
+    fingerprints: list[str] | None = None,
 ) -> Cassette:
     """The cassette in ``document``, its format version already checked. Raises `FormatProblem`.
 
-    ``json_data``: the document came from JSON, so it holds only JSON values (no check for
-    bytes or non-string keys) and its content keys were checked when it was compiled.
-    ``fingerprints``: each interaction's fingerprint, computed and checked against the stored
-    ones when it was compiled (used when there is one per interaction)."""
+    ``json_data``: the document is known to hold JSON values only (no check for bytes or
+    non-string keys). ``compiled``: it is a compiled copy, whose content keys were checked when
+    it was compiled. ``fingerprints``: each interaction's fingerprint, computed and checked
+    against the stored ones when it was compiled (used when there is one per interaction)."""
     _check_keys(document, _TOP_KEYS, "the top level")
     recorded_paths = _mapping(document.get("recorded_paths", {}), "recorded_paths")
     for key, value in recorded_paths.items():
@@ -151,7 +155,7 @@ def decode_native(
     if not json_data:
         for key, value in table.items():
             _check_data(value, f"content[{key}]")
-    reader = ContentReader(table, keys_checked=json_data)
+    reader = ContentReader(table, keys_checked=compiled)
     raw_interactions = document.get("interactions", [])
     if not isinstance(raw_interactions, list):
         raise FormatProblem("interactions", "must be a list")

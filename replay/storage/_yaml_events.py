@@ -5,8 +5,9 @@ walks that tree through a generic, per-node constructor: for a cassette that is 
 Python objects and calls per interaction, most of them thrown away. This builds the dicts,
 lists and scalars in one loop over the parser's events, with no node tree.
 
-It handles only what a cassette written by agent-replay contains: untagged mappings, sequences
-and scalars, no anchors, no repeated keys, moderate nesting. Anything else raises `Unusual`, and
+It handles only what a cassette written by agent-replay contains: untagged mappings with string
+keys, sequences and scalars, no anchors, no repeated keys, moderate nesting, so what it builds is
+always JSON data. Anything else raises `Unusual`, and
 `load_yaml` reads the text again with the full loader, which accepts or refuses it exactly as
 before (its errors carry the marks and wording users see). Scalars resolve with the loader's
 own implicit resolvers and constructors, so both paths give the same data.
@@ -49,8 +50,9 @@ class Unusual(Exception):
 
 
 def construct_plain(text: str, resolvers: dict[Any, list[tuple[str, Any]]]) -> Any:
-    """The one document in ``text``, built from events; ``resolvers`` are the full loader's
-    implicit resolvers. Raises `Unusual` for anything it does not handle, or any parse error."""
+    """The one document in ``text``, built from events, made only of JSON values (string keys);
+    ``resolvers`` are the full loader's implicit resolvers. Raises `Unusual` for anything it
+    does not handle, or any parse error."""
     if CParser is None:
         raise Unusual
     parser = CParser(text)
@@ -94,6 +96,7 @@ class _Scalars:
 
 
 _MISSING: Final = object()
+_SHARED_LENGTH: Final = 48
 
 
 def _build(parser: Any, scalars: _Scalars) -> Any:
@@ -108,6 +111,9 @@ def _build(parser: Any, scalars: _Scalars) -> Any:
     # Each open container: the dict or list, and for a dict the key waiting for its value.
     stack: list[list[Any]] = []
     root: Any = _MISSING
+    # One str object per distinct key or short value: a cassette repeats "type", "text_delta"
+    # and their like thousands of times, and each copy would cost 50-100 bytes.
+    shared: dict[str, str] = {}
     while True:
         event = get()
         kind = type(event)
@@ -115,6 +121,8 @@ def _build(parser: Any, scalars: _Scalars) -> Any:
             if event.anchor is not None or event.tag is not None:
                 raise Unusual
             value: Any = scalars.plain(event.value) if event.implicit[0] else event.value
+            if type(value) is str and len(value) <= _SHARED_LENGTH:
+                value = shared.setdefault(value, value)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
                 raise Unusual
@@ -134,8 +142,8 @@ def _build(parser: Any, scalars: _Scalars) -> Any:
         if type(container) is list:
             container.append(value)
         elif frame[1] is _MISSING:
-            # A key: only a scalar, never seen before in this mapping.
-            if kind is not ScalarEvent or value in container:
+            # A key: only a string (what JSON allows), never seen before in this mapping.
+            if type(value) is not str or kind is not ScalarEvent or value in container:
                 raise Unusual
             frame[1] = value
         else:

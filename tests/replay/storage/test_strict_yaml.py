@@ -11,7 +11,7 @@ import yaml
 
 from replay.storage import _yaml_events
 from replay.storage._yaml_events import Unusual, construct_plain
-from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, _DataLoader, load_yaml
+from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, _DataLoader, load_yaml, load_yaml_data
 
 pytestmark = pytest.mark.skipif(not _yaml_events.AVAILABLE, reason="the lean path needs libyaml")
 
@@ -43,7 +43,7 @@ empty:
 tilde: ~
 null_word: null
 yes_word: yes
-On: off
+on_word: off
 int: 42
 negative: -7
 hex: 0x1f
@@ -62,7 +62,6 @@ literal: |
 folded: >
   folded
   text
-keys: {1: int, false: bool, null: none, 1.5: float}
 flow: [1, two, {three: 3}]
 """
 
@@ -74,7 +73,15 @@ def test_every_kind_of_scalar_reads_as_the_full_loader_reads_it() -> None:
 @pytest.mark.parametrize("path", sorted(LIBRARY.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_file_of_the_library_reads_the_same_by_both_paths(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    assert same(lean(text), full_loader(text))
+    if path.name != "cassette.yaml":
+        # A scenario may have keys that are not strings (turn numbers): the full loader reads those.
+        try:
+            built = lean(text)
+        except Unusual:
+            return
+    else:
+        built = lean(text)  # every cassette takes the lean path
+    assert same(built, full_loader(text))
 
 
 @pytest.mark.parametrize(
@@ -86,11 +93,23 @@ def test_every_file_of_the_library_reads_the_same_by_both_paths(path: Path) -> N
         "a: !custom x\n",
         "a: 1\na: 1\n",  # a repeated key (the full loader accepts the same value twice)
         "? [1, 2]\n: x\n",  # a key that is not a scalar
+        "1: int\n",  # a key that is not a string
         "a: 1\n---\nb: 2\n",  # two documents
         "a: [1, 2\n",  # a parse error
         "[" * (_yaml_events.MAX_DEPTH + 1) + "]" * (_yaml_events.MAX_DEPTH + 1),
     ],
-    ids=["alias", "anchor", "binary", "custom-tag", "repeated-key", "complex-key", "two-documents", "error", "deep"],
+    ids=[
+        "alias",
+        "anchor",
+        "binary",
+        "custom-tag",
+        "repeated-key",
+        "complex-key",
+        "int-key",
+        "two-documents",
+        "error",
+        "deep",
+    ],
 )
 def test_what_the_lean_path_does_not_handle_goes_to_the_full_loader(text: str) -> None:
     with pytest.raises(Unusual):
@@ -118,3 +137,11 @@ def test_binary_and_anchors_still_load_through_the_full_loader() -> None:
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n", "just text\n", "- 1\n- 2\n"])
 def test_documents_without_a_mapping_read_the_same(text: str) -> None:
     assert same(load_yaml(text), full_loader(text))
+
+
+def test_keys_that_are_not_strings_still_load_and_are_not_called_json_data() -> None:
+    assert load_yaml_data("keys: {1: int, false: bool, null: none, 1.5: float}\n") == (
+        {"keys": {1: "int", False: "bool", None: "none", 1.5: "float"}},
+        False,
+    )
+    assert load_yaml_data("a: 1\n") == ({"a": 1}, True)
