@@ -6,7 +6,7 @@ Method
    synthetic agent-loop traffic of ``replay_scaling.py`` (sessions of six calls, every request
    body different, every answer 10 SSE events), saved in the native format and, for the same
    interactions, as the YAML cassette vcrpy itself writes.
-2. **Load columns**, per interaction, median of ``--repeat`` (default 3), the columns
+2. **Load columns**, per interaction, median of ``--repeat`` (default 5), the columns
    alternating within each repetition:
 
    - *vcrpy*: entering ``vcr.VCR(record_mode="none").use_cassette`` on vcrpy's YAML (its
@@ -25,7 +25,8 @@ Method
 
 Targets, printed with PASS/FAIL (informational: the exit status is 0 either way):
 target 1: ours ≤ 1.0× vcrpy per interaction at every size (compiled; the YAML column is shown
-too), and flat in size (per interaction at the largest size ≤ 1.5× the smallest);
+too), and flat in size (per interaction at the largest size ≤ 1.5× the smallest, best-of
+``--repeat``: the sizes are measured minutes apart, and a busy moment moves the best run least);
 target 4: a replay's growth ≤ 3× its cassette's size.
 
 Run: ``python bench/replay_load.py`` (~5 min, most of it writing the 10,000-interaction
@@ -239,13 +240,15 @@ def print_load_targets(rows: Sequence[LoadRow], memory: Sequence[MemoryRow]) -> 
     worst = max(row.ratio("compiled") for row in rows)
     worst_yaml = max(row.ratio("yaml") for row in rows)
     smallest, largest = rows[0], rows[-1]
-    flat = statistics.median(largest.compiled) / statistics.median(smallest.compiled)
-    flat_yaml = statistics.median(largest.yaml) / statistics.median(smallest.yaml)
+    # Flatness compares sizes measured minutes apart: best-of, which a busy moment moves least.
+    flat = min(largest.compiled) / min(smallest.compiled)
+    flat_yaml = min(largest.yaml) / min(smallest.yaml)
     passed = worst <= TARGET_RATIO and (smallest is largest or flat <= TARGET_FLAT)
     sizes = "/".join(f"{row.size:,}" for row in rows)
     print(
         f"target 1 (load <= {TARGET_RATIO:.1f}× vcrpy per interaction at {sizes}, flat within {TARGET_FLAT}×): "
-        f"{'PASS' if passed else 'FAIL'} — compiled at most {worst:.2f}× vcrpy, {flat:.2f}× largest/smallest; "
+        f"{'PASS' if passed else 'FAIL'} — compiled at most {worst:.2f}× vcrpy, {flat:.2f}× largest/smallest "
+        "(best-of); "
         f"first load from the YAML at most {worst_yaml:.2f}× vcrpy "
         f"({'PASS' if worst_yaml <= TARGET_RATIO else 'FAIL'}), "
         f"{flat_yaml:.2f}× largest/smallest"
@@ -269,7 +272,7 @@ def _sizes(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES), help="interaction counts")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions, median reported (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions, median reported (default 5)")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory rows (target 4)")
     args = parser.parse_args(argv)
     try:
