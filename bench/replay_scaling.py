@@ -643,6 +643,18 @@ async def run(args: argparse.Namespace) -> None:
         await run_per_request(args)
         if args.profile:
             await profile(args.profile, args.top, Path(tmp))
+    print_load_section(args)
+
+
+def print_load_section(args: argparse.Namespace) -> None:
+    """Issue 16's targets 1 (load beside vcrpy's loader) and 4 (a replay's memory): `replay_load.py`."""
+    if not args.load_sizes:
+        return
+    from replay_load import load_tables, print_load_tables  # a sibling script, imported when used
+
+    with tempfile.TemporaryDirectory(prefix="replay-load-") as tmp:
+        load_rows, memory_rows = load_tables(args.load_sizes, args.repeat, Path(tmp))
+    print_load_tables(load_rows, memory_rows, args.repeat)
 
 
 def _sizes(text: str) -> list[int]:
@@ -675,7 +687,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="also cProfile ours at N interactions")
     parser.add_argument("--top", type=int, default=25, help="functions to list with --profile (default 25)")
+    parser.add_argument(
+        "--load-sizes",
+        type=lambda text: [] if text in ("", "0", "none") else _sizes(text),
+        default=None,
+        help="sizes for the load and memory rows (targets 1 and 4; default 200,1000,10000, --quick 200,1000; none)",
+    )
     args = parser.parse_args(argv)
+    if args.load_sizes is None:
+        args.load_sizes = [200, 1_000] if args.quick else [200, 1_000, 10_000]
     if min(args.repeat, args.vcrpy_sample, args.min_requests) < 1 or args.turns < 2 or args.profile < 0:
         parser.error("--repeat, --vcrpy-sample and --min-requests must be at least 1, --turns at least 2")
     print_header(args)

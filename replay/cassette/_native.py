@@ -130,8 +130,19 @@ def _encode_event(event: SseEvent) -> dict[str, Any]:
 # Reading
 
 
-def decode_native(document: Mapping[str, Any]) -> Cassette:
-    """The cassette in ``document``, its format version already checked. Raises `FormatProblem`."""
+def decode_native(
+    document: Mapping[str, Any],
+    *,
+    json_data: bool = False,
+    compiled: bool = False,
+    fingerprints: list[str] | None = None,
+) -> Cassette:
+    """The cassette in ``document``, its format version already checked. Raises `FormatProblem`.
+
+    ``json_data``: the document is known to hold JSON values only (no check for bytes or
+    non-string keys). ``compiled``: it is a compiled copy, whose content keys were checked when
+    it was compiled. ``fingerprints``: each interaction's fingerprint, computed and checked
+    against the stored ones when it was compiled (used when there is one per interaction)."""
     _check_keys(document, _TOP_KEYS, "the top level")
     recorded_paths = _mapping(document.get("recorded_paths", {}), "recorded_paths")
     for key, value in recorded_paths.items():
@@ -141,12 +152,14 @@ def decode_native(document: Mapping[str, Any]) -> Cassette:
             )
     metadata = _mapping(document.get("metadata", {}), "metadata")
     table = _mapping(document.get("content", {}), "content")
-    for key, value in table.items():
-        _check_data(value, f"content[{key}]")
-    reader = ContentReader(table)
+    if not json_data:
+        for key, value in table.items():
+            _check_data(value, f"content[{key}]")
+    reader = ContentReader(table, keys_checked=compiled)
     raw_interactions = document.get("interactions", [])
     if not isinstance(raw_interactions, list):
         raise FormatProblem("interactions", "must be a list")
+    known = fingerprints if fingerprints is not None and len(fingerprints) == len(raw_interactions) else None
     normalizer = normalizer_for(dict(recorded_paths))
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
@@ -154,27 +167,34 @@ def decode_native(document: Mapping[str, Any]) -> Cassette:
         where = f"interactions[{index}]"
         raw = _mapping(raw, where)
         _check_keys(raw, ("request", "response"), where)
-        request, stored = _decode_request(index, _mapping(raw.get("request"), f"{where}.request"), reader, where)
-        computed = fingerprint(request.method, request.path, request.body, normalizer=normalizer)
-        if (
-            stored is not None
-            and stored != computed
-            and not _stored_before_query_normalizing(stored, request, normalizer)
-        ):
-            raise FormatProblem(
-                where,
-                f"the fingerprint index disagrees with its bodies (stored {stored[:12]}…, computed {computed[:12]}…)",
-                "the request was edited after recording; re-record the cassette, or delete that fingerprint line "
-                "to accept the edit",
-            )
-        response = _decode_response(_mapping(raw.get("response"), f"{where}.response"), f"{where}.response")
-        interactions.append(Interaction(request, response))
+        request, stored = _decode_request(
+            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data
+        )
+        if known is not None:
+            computed = known[index]
+        else:
+            computed = fingerprint(request.method, request.path, request.body, normalizer=normalizer)
+            _check_stored(stored, computed, request, normalizer, where)
+        interactions.append(Interaction(request, _decode_response(raw, where, json_data)))
         computed_fingerprints.append(computed)
     return Cassette(
         interactions=interactions,
         recorded_paths=dict(recorded_paths),
         metadata=dict(metadata),
         computed_fingerprints=computed_fingerprints,
+    )
+
+
+def _check_stored(
+    stored: str | None, computed: str, request: RecordedRequest, normalizer: Normalizer, where: str
+) -> None:
+    if stored is None or stored == computed or _stored_before_query_normalizing(stored, request, normalizer):
+        return
+    raise FormatProblem(
+        where,
+        f"the fingerprint index disagrees with its bodies (stored {stored[:12]}…, computed {computed[:12]}…)",
+        "the request was edited after recording; re-record the cassette, or delete that fingerprint line "
+        "to accept the edit",
     )
 
 
@@ -186,7 +206,7 @@ def _stored_before_query_normalizing(stored: str, request: RecordedRequest, norm
 
 
 def _decode_request(
-    index: int, raw: Mapping[str, Any], reader: ContentReader, where: str
+    index: int, raw: Mapping[str, Any], reader: ContentReader, where: str, json_data: bool
 ) -> tuple[RecordedRequest, str | None]:
     where = f"{where}.request"
     _check_keys(raw, _REQUEST_KEYS, where)
@@ -197,12 +217,15 @@ def _decode_request(
         raise FormatProblem(f"{where}.fingerprint", "must be a hex string")
     headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
     body = raw.get("body")
-    _check_data(body, f"{where}.body")
+    if not json_data:
+        _check_data(body, f"{where}.body")
     body = reader.decode_body(index, body, f"{where}.body")
     return RecordedRequest(method=method, uri=uri, headers=headers, body=body), stored
 
 
-def _decode_response(raw: Mapping[str, Any], where: str) -> RecordedResponse:
+def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool) -> RecordedResponse:
+    where = f"{where}.response"
+    raw = _mapping(interaction.get("response"), where)
     _check_keys(raw, _RESPONSE_KEYS, where)
     status = raw.get("status")
     fault = _decode_fault(raw["fault"], f"{where}.fault") if "fault" in raw else None
@@ -223,27 +246,30 @@ def _decode_response(raw: Mapping[str, Any], where: str) -> RecordedResponse:
     if kind is BodyKind.SSE:
         if "body" in raw:
             raise FormatProblem(where, "an sse response keeps its body as events:, not body:")
-        body = [_decode_event(event, f"{where}.events[{n}]") for n, event in enumerate(_list(raw, "events", where))]
+        events = _list(raw, "events", where)
+        body = [_decode_event(event, f"{where}.events[{n}]", json_data) for n, event in enumerate(events)]
     else:
         if "events" in raw:
             raise FormatProblem(where, f"only an sse response has events:, and this one is {kind.value}")
         if kind is BodyKind.EMPTY and "body" in raw:
             raise FormatProblem(where, "an empty response has no body:")
         body = raw.get("body")
-        _check_data(body, f"{where}.body")
+        if not json_data:
+            _check_data(body, f"{where}.body")
         if kind in (BodyKind.TEXT, BodyKind.BINARY) and not isinstance(body, str):
             raise FormatProblem(f"{where}.body", f"a {kind.value} body must be a string")
     return RecordedResponse(status=status, headers=headers, kind=kind, body=body, fault=fault)
 
 
-def _decode_event(raw: Any, where: str) -> SseEvent:
+def _decode_event(raw: Any, where: str, json_data: bool) -> SseEvent:
     raw = _mapping(raw, where)
     _check_keys(raw, ("event", "data"), where)
     name = raw.get("event")
     if name is not None and not isinstance(name, str):
         raise FormatProblem(f"{where}.event", "must be a string")
     data = raw.get("data", "")
-    _check_data(data, f"{where}.data")
+    if not json_data:
+        _check_data(data, f"{where}.data")
     return SseEvent(name, data)
 
 

@@ -46,7 +46,7 @@ class FaultKind(StrEnum):
     CONNECTION_FAILED = "connection_failed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SseEvent:
     """One server-sent event: its name and its data (parsed JSON, or the raw text)."""
 

@@ -18,7 +18,18 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-__all__ = ["AliasRefusedError", "DuplicateKeyError", "FlowMap", "FlowSeq", "dump_yaml", "load_yaml", "yaml_problem"]
+from replay.storage._yaml_events import Unusual, construct_plain
+
+__all__ = [
+    "AliasRefusedError",
+    "DuplicateKeyError",
+    "FlowMap",
+    "FlowSeq",
+    "dump_yaml",
+    "load_yaml",
+    "load_yaml_data",
+    "yaml_problem",
+]
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -109,9 +120,22 @@ _DataDumper.add_representer(
 def load_yaml(text: str) -> Any:
     """The one document in ``text`` as plain data. Raises `yaml.YAMLError` (with a mark where
     the parser has one), `AliasRefusedError` or `DuplicateKeyError`."""
+    return load_yaml_data(text)[0]
+
+
+def load_yaml_data(text: str) -> tuple[Any, bool]:
+    """`load_yaml`, and whether the data is known to hold JSON values only (string keys, no
+    bytes): true when the lean path built it."""
+    # The lean path builds the data straight from the parser's events; whatever it leaves
+    # (tags, anchors, other keys, repeated keys, errors) the full loader reads, accepts or
+    # refuses as ever.
+    try:
+        return construct_plain(text, _DataLoader.yaml_implicit_resolvers), True
+    except Unusual:
+        pass
     loader = _DataLoader(text)
     try:
-        return loader.get_single_data()
+        return loader.get_single_data(), False
     finally:
         loader.dispose()
 

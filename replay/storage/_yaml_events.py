@@ -1,0 +1,154 @@
+"""The lean path of `load_yaml`: plain data built straight from libyaml's events.
+
+PyYAML's loader composes the whole document into a tree of nodes (each with two marks), then
+walks that tree through a generic, per-node constructor: for a cassette that is hundreds of
+Python objects and calls per interaction, most of them thrown away. This builds the dicts,
+lists and scalars in one loop over the parser's events, with no node tree.
+
+It handles only what a cassette written by agent-replay contains: untagged mappings with string
+keys, sequences and scalars, no anchors, no repeated keys, moderate nesting, so what it builds is
+always JSON data. Anything else raises `Unusual`, and
+`load_yaml` reads the text again with the full loader, which accepts or refuses it exactly as
+before (its errors carry the marks and wording users see). Scalars resolve with the loader's
+own implicit resolvers and constructors, so both paths give the same data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
+from yaml.nodes import ScalarNode
+
+__all__ = ["AVAILABLE", "Unusual", "construct_plain"]
+
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML without libyaml: the full loader does everything
+    CParser = None
+
+AVAILABLE: Final = CParser is not None and getattr(yaml, "__with_libyaml__", False)
+_STR: Final = "tag:yaml.org,2002:str"
+# Deeper documents go to the full loader, which decides how deep is too deep.
+MAX_DEPTH: Final = 100
+
+
+class Unusual(Exception):
+    """The text holds something the lean path leaves to the full loader."""
+
+
+def construct_plain(text: str, resolvers: dict[Any, list[tuple[str, Any]]]) -> Any:
+    """The one document in ``text``, built from events, made only of JSON values (string keys);
+    ``resolvers`` are the full loader's implicit resolvers. Raises `Unusual` for anything it
+    does not handle, or any parse error."""
+    if CParser is None:
+        raise Unusual
+    parser = CParser(text)
+    try:
+        return _build(parser, _Scalars(resolvers))
+    except yaml.YAMLError:
+        raise Unusual from None
+    finally:
+        parser.dispose()
+
+
+class _Scalars:
+    """Plain scalars resolved as the full loader resolves them; non-strings memoized (the same
+    few numbers, booleans and nulls recur thousands of times in a cassette)."""
+
+    def __init__(self, resolvers: dict[Any, list[tuple[str, Any]]]) -> None:
+        if resolvers.get(None):
+            raise Unusual  # a wildcard resolver would apply to every scalar: leave it to the loader
+        self._resolvers = {first: found for first, found in resolvers.items() if found}
+        self._known: dict[str, Any] = {}
+        self._constructor = SafeConstructor()
+
+    def plain(self, value: str) -> Any:
+        candidates = self._resolvers.get(value[0] if value else "")
+        if candidates is None:
+            return value
+        known = self._known.get(value, _MISSING)
+        if known is not _MISSING:
+            return known
+        for tag, pattern in candidates:
+            if pattern.match(value):
+                constructor = self._constructor.yaml_constructors[tag]
+                result = constructor(self._constructor, ScalarNode(tag, value))
+                break
+        else:
+            return value
+        if not isinstance(result, (int, float, bool)) and result is not None:
+            raise Unusual
+        self._known[value] = result
+        return result
+
+
+_MISSING: Final = object()
+_SHARED_LENGTH: Final = 48
+
+
+def _build(parser: Any, scalars: _Scalars) -> Any:
+    get = parser.get_event
+    if type(get()) is not StreamStartEvent:
+        raise Unusual
+    event = get()
+    if type(event) is StreamEndEvent:
+        return None  # an empty stream: no document
+    if type(event) is not DocumentStartEvent:
+        raise Unusual
+    # Each open container: the dict or list, and for a dict the key waiting for its value.
+    stack: list[list[Any]] = []
+    root: Any = _MISSING
+    # One str object per distinct key or short value: a cassette repeats "type", "text_delta"
+    # and their like thousands of times, and each copy would cost 50-100 bytes.
+    shared: dict[str, str] = {}
+    while True:
+        event = get()
+        kind = type(event)
+        if kind is ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise Unusual
+            value: Any = scalars.plain(event.value) if event.implicit[0] else event.value
+            if type(value) is str and len(value) <= _SHARED_LENGTH:
+                value = shared.setdefault(value, value)
+        elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
+                raise Unusual
+            stack.append([{} if kind is MappingStartEvent else [], _MISSING])
+            continue
+        elif kind is MappingEndEvent or kind is SequenceEndEvent:
+            value = stack.pop()[0]
+        elif kind is DocumentEndEvent:
+            break
+        else:  # an alias, or something unexpected
+            raise Unusual
+        if not stack:
+            root = value
+            continue
+        frame = stack[-1]
+        container = frame[0]
+        if type(container) is list:
+            container.append(value)
+        elif frame[1] is _MISSING:
+            # A key: only a string (what JSON allows), never seen before in this mapping.
+            if type(value) is not str or kind is not ScalarEvent or value in container:
+                raise Unusual
+            frame[1] = value
+        else:
+            container[frame[1]] = value
+            frame[1] = _MISSING
+    if type(get()) is not StreamEndEvent or root is _MISSING:
+        raise Unusual  # a second document: the full loader names the problem
+    return root

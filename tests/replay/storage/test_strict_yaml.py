@@ -1,0 +1,147 @@
+"""`load_yaml` builds plain data straight from the parser's events, and leaves anything unusual
+to the full loader: both give the same data, and the full loader's refusals are unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from replay.storage import _yaml_events
+from replay.storage._yaml_events import Unusual, construct_plain
+from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, _DataLoader, load_yaml, load_yaml_data
+
+pytestmark = pytest.mark.skipif(not _yaml_events.AVAILABLE, reason="the lean path needs libyaml")
+
+LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
+
+
+def full_loader(text: str) -> object:
+    loader = _DataLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def lean(text: str) -> object:
+    return construct_plain(text, _DataLoader.yaml_implicit_resolvers)
+
+
+def same(a: object, b: object) -> bool:
+    # json.dumps tells 1, 1.0 and True apart, and keeps key order.
+    return a == b and json.dumps(a) == json.dumps(b)
+
+
+SCALARS = """\
+plain: text
+quoted: 'yes'
+double: "null"
+empty:
+tilde: ~
+null_word: null
+yes_word: yes
+on_word: off
+int: 42
+negative: -7
+hex: 0x1f
+octal: 017
+underscored: 1_000
+sexagesimal: 1:30
+float: 1.5e+3
+inf: .inf
+nan_is_not_equal_to_itself_so_not_here: 1
+date: 2026-12-02
+merge_key: {<<: x}
+equals: =
+literal: |
+  two
+  lines
+folded: >
+  folded
+  text
+flow: [1, two, {three: 3}]
+"""
+
+
+def test_every_kind_of_scalar_reads_as_the_full_loader_reads_it() -> None:
+    assert same(lean(SCALARS), full_loader(SCALARS))
+
+
+@pytest.mark.parametrize("path", sorted(LIBRARY.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_file_of_the_library_reads_the_same_by_both_paths(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    if path.name != "cassette.yaml":
+        # A scenario may have keys that are not strings (turn numbers): the full loader reads those.
+        try:
+            built = lean(text)
+        except Unusual:
+            return
+    else:
+        built = lean(text)  # every cassette takes the lean path
+    assert same(built, full_loader(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x 1\nb: *x\n",  # an alias
+        "a: &x 1\n",  # an anchor
+        "a: !!binary aGk=\n",  # an explicit tag
+        "a: !custom x\n",
+        "a: 1\na: 1\n",  # a repeated key (the full loader accepts the same value twice)
+        "? [1, 2]\n: x\n",  # a key that is not a scalar
+        "1: int\n",  # a key that is not a string
+        "a: 1\n---\nb: 2\n",  # two documents
+        "a: [1, 2\n",  # a parse error
+        "[" * (_yaml_events.MAX_DEPTH + 1) + "]" * (_yaml_events.MAX_DEPTH + 1),
+    ],
+    ids=[
+        "alias",
+        "anchor",
+        "binary",
+        "custom-tag",
+        "repeated-key",
+        "complex-key",
+        "int-key",
+        "two-documents",
+        "error",
+        "deep",
+    ],
+)
+def test_what_the_lean_path_does_not_handle_goes_to_the_full_loader(text: str) -> None:
+    with pytest.raises(Unusual):
+        lean(text)
+
+
+def test_the_full_loader_still_refuses_aliases_and_different_repeated_keys() -> None:
+    with pytest.raises(AliasRefusedError):
+        load_yaml("a: &x 1\nb: *x\n")
+    with pytest.raises(DuplicateKeyError):
+        load_yaml("a: 1\na: 2\n")
+    assert load_yaml("a: 1\na: 1\n") == {"a": 1}
+
+
+def test_a_parse_error_keeps_the_full_loaders_message_and_mark() -> None:
+    with pytest.raises(yaml.YAMLError) as caught:
+        load_yaml("a: [1, 2\n")
+    assert caught.value.problem_mark is not None  # type: ignore[attr-defined]
+
+
+def test_binary_and_anchors_still_load_through_the_full_loader() -> None:
+    assert load_yaml("a: !!binary aGk=\nb: &x 1\n") == {"a": b"hi", "b": 1}
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n", "just text\n", "- 1\n- 2\n"])
+def test_documents_without_a_mapping_read_the_same(text: str) -> None:
+    assert same(load_yaml(text), full_loader(text))
+
+
+def test_keys_that_are_not_strings_still_load_and_are_not_called_json_data() -> None:
+    assert load_yaml_data("keys: {1: int, false: bool, null: none, 1.5: float}\n") == (
+        {"keys": {1: "int", False: "bool", None: "none", 1.5: "float"}},
+        False,
+    )
+    assert load_yaml_data("a: 1\n") == ({"a": 1}, True)
