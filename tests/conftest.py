@@ -13,8 +13,8 @@ from replay.network_guard import NetworkGuard
 # top-level conftest.
 pytest_plugins = ["pytester"]
 
-# The slowest files, the slowest first (CPU seconds measured on 2 CPUs for issue 16). With
-# `--dist loadfile` (pyproject's addopts) each file runs whole on one worker, so a module's fixtures
+# The slowest files, the slowest first (CPU seconds measured on 2 CPUs for issue 16). Under
+# `-n`, each file runs whole on one worker, so a module's fixtures
 # are set up once, and handing out the longest files first lets the workers finish together rather
 # than one running a long file alone at the end. A file not listed only costs balance: it runs
 # after these, in the usual order.
@@ -40,6 +40,15 @@ SLOWEST_FIRST = (
     "tests/test_library_cache.py",
     "tests/replay/claude_code/test_run.py",
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Under ``-n`` without a ``--dist`` of the user's: ``loadfile``, the files in collection order.
+    Set here rather than in addopts, so that ``-p no:xdist`` still runs."""
+    if getattr(config.option, "dist", "no") == "no" and getattr(config.option, "numprocesses", None):
+        config.option.dist = "loadfile"
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
