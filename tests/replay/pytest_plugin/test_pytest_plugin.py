@@ -1,12 +1,10 @@
-"""The pytest plugin, specified through tiny projects run by pytest (the plugin is loaded through
-its ``pytest11`` entry point, as in any project that installs agent-replay).
+"""The pytest plugin, specified through tiny projects run in a pytest subprocess (the plugin is
+loaded there through its ``pytest11`` entry point, as in any project that installs agent-replay).
 
-Each test runs a project through several steps, in this process where it can (a subprocess costs
-about 2 s of imports a run)."""
+Each subprocess run costs a few seconds, so each test here runs a project through several steps."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import socket
 from pathlib import Path
@@ -95,12 +93,6 @@ async def record_review(project: pytest.Pytester, scenario: Scenario) -> Path:
 
 
 def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A run of the project's pytest in this process: a subprocess would pay about 2 s of imports."""
-    return project.runpytest_inprocess(*args)
-
-
-def run_in_subprocess(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A run in a pytest subprocess, as ``-n 2`` needs, and a test whose own loop is running."""
     return project.runpytest_subprocess(*args, timeout=180)
 
 
@@ -126,15 +118,15 @@ async def test_a_project_passes_under_xdist_and_writes_nothing(project: pytest.P
         (snapshots / f"{test}.trace.txt").write_text((bundle / "trace.txt").read_text())
     before = tree(project.path)
 
-    result = run_in_subprocess(project, "-n", "2")
+    result = run(project, "-n", "2")
 
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*created: 2/2 workers*", "*2 snapshots passed*"])
     assert tree(project.path) == before
 
 
-def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(project: pytest.Pytester) -> None:
-    bundle = asyncio.run(record_review(project, READ))
+async def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(project: pytest.Pytester) -> None:
+    bundle = await record_review(project, READ)
     project.makepyfile(test_project=SNAPSHOT_PROJECT)
     snapshot = project.path / "__snapshots__" / "test_project" / "test_engine.trace.txt"
 
@@ -143,7 +135,7 @@ def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(project
     assert snapshot.read_text() == (bundle / "trace.txt").read_text()
     assert "    tools batch 1 (concurrent): Read success" in snapshot.read_text().splitlines()
 
-    asyncio.run(record_review(project, GREP))  # the model now greps instead of reading
+    await record_review(project, GREP)  # the model now greps instead of reading
     drifted = run(project)
     drifted.assert_outcomes(failed=2)
     drifted.stdout.fnmatch_lines(
@@ -200,7 +192,7 @@ async def test_replay_fixtures_give_commands_the_bundles_env_offline_and_no_cred
     project.makepyfile(test_env=ENV_PROJECT)
     monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-api03-plugin-unlisted")
 
-    run_in_subprocess(project).assert_outcomes(passed=2)
+    run(project).assert_outcomes(passed=2)
 
 
 def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.Pytester) -> None:
