@@ -1,4 +1,5 @@
-"""The plugin's tests run tiny projects in a pytest subprocess: `project` is one such folder."""
+"""The plugin's tests run tiny projects with pytest (in this process, or in a subprocess where a run
+needs one): `project` is one such folder."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ def test_bad_input_fails_the_test_with_one_sentence(project: pytest.Pytester, cl
     (project.path / "cassettes" / "corrupt.yaml").write_text("interactions: [[[", encoding="utf-8")
     project.makepyfile(test_bad_input=BAD_INPUT_TESTS)
 
-    outcome = project.runpytest_subprocess("-q", timeout=120)
+    outcome = project.runpytest_inprocess("-q")
 
     outcome.assert_outcomes(failed=5)
     lines = failure_lines(outcome)
@@ -133,7 +133,7 @@ def test_recording_from_the_api_without_a_key_fails_at_once_with_one_sentence(
 ) -> None:
     project.makepyfile(test_live="def test_live(claude_code):\n    claude_code.run('Say hello', cassette='live')\n")
 
-    outcome = project.runpytest_subprocess("-q", "--record-mode=once", timeout=120)
+    outcome = project.runpytest_inprocess("-q", "--record-mode=once")
 
     outcome.assert_outcomes(failed=1)
     assert failure_lines(outcome) == [
@@ -151,7 +151,7 @@ def test_an_install_that_fails_fails_the_test_with_its_sentence(
     monkeypatch.setenv("REPLAY_CLAUDE_CODE_CACHE", str(tmp_path / "cache"))
     project.makepyfile(test_hello="def test_hello(claude_code):\n    claude_code.run('Say hello', scenario='x.yaml')\n")
 
-    outcome = project.runpytest_subprocess("-q", timeout=120)
+    outcome = project.runpytest_inprocess("-q")
 
     outcome.assert_outcomes(failed=1)
     assert failure_lines(outcome) == [
