@@ -1,4 +1,4 @@
-"""Target 3 of issue 16 for ``bench/loop_overhead.py``: the engine replaying a cassette, per turn,
+"""Speed target 3 for ``bench/loop_overhead.py``: the engine replaying a cassette, per turn,
 beside the SDK's floor over the same bytes; and ``replay_bundle`` of the long library session
 beside the SDK's floor for its requests.
 

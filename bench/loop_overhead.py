@@ -26,12 +26,12 @@ Method
    ``/dev/null`` (records still built and serialized, no file I/O) and a null transcript writer
    (no records serialized at all).
 
-The target from the issue is that the loop adds less than 50% to the SDK's own per-turn cost;
+The target is that the loop adds less than 50% to the SDK's own per-turn cost;
 the script prints PASS or OVER against it. This is informational: the exit status is 0 either
 way. ``--profile`` additionally runs the loop once under cProfile and prints the ``engine/``
 functions with the highest cumulative time.
 
-Target 3 of issue 16 (``bench/engine_replay.py``, printed after the table, or alone with
+Speed target 3 (``bench/engine_replay.py``, printed after the table, or alone with
 ``--only-target-3``): the engine replaying a cassette per turn beside the SDK floor over the same
 bytes (PASS at most 1.5×), and ``replay_bundle`` of the long library session beside the SDK floor
 for its requests (PASS at most 2×).

@@ -1,4 +1,4 @@
-"""Target 2 of issue 16 for ``bench/replay_scaling.py``: what ``CassetteTransport`` costs per
+"""Speed target 2 for ``bench/replay_scaling.py``: what ``CassetteTransport`` costs per
 request beside a bare ``httpx2.MockTransport`` returning the same bytes in the same 30 chunks.
 
 Method

@@ -1,4 +1,4 @@
-"""Loading a cassette beside vcrpy's own loader, and the memory a replay needs (issue 16, targets 1 and 4).
+"""Loading a cassette beside vcrpy's own loader, and the memory a replay needs (speed targets 1 and 4).
 
 Method
 ------

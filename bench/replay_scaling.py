@@ -48,13 +48,13 @@ Method
    the whole growing history (built the way ``agent_session`` in ``tests/replay/cassette/test_cassette.py``
    builds it), written in the native format and as vcrpy YAML at half and full length.
 
-Targets from the issue, printed as PASS/OVER (informational: the exit status is 0 either way):
+Targets, printed as PASS/OVER (informational: the exit status is 0 either way):
 (a) our cost per request does not grow with cassette size (largest/smallest size within 2×);
 (b) at 1,000 interactions ours is at least 30× faster than vcrpy with body matching;
 (c) the native file grows linearly (size(2t)/size(t) at most 2.2). ``--profile N`` adds a
 cProfile of one replay of an N-interaction cassette through ``CassetteTransport``.
 
-Target 2 of issue 16 (``bench/per_request.py``, printed after the targets above, or alone with
+Speed target 2 (``bench/per_request.py``, printed after the targets above, or alone with
 ``--only-per-request``): ours beside a bare ``httpx2.MockTransport`` returning the same bytes in
 30 chunks, per request, at ``--request-sizes`` (default ``--sizes``), CPU time, passes
 alternating; PASS at most 1.5×.
@@ -647,7 +647,7 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def print_load_section(args: argparse.Namespace) -> None:
-    """Issue 16's targets 1 (load beside vcrpy's loader) and 4 (a replay's memory): `replay_load.py`."""
+    """Speed targets 1 (load beside vcrpy's loader) and 4 (a replay's memory): `replay_load.py`."""
     if not args.load_sizes:
         return
     from replay_load import load_tables, print_load_tables  # a sibling script, imported when used

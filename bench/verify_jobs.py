@@ -1,4 +1,4 @@
-"""Issue 16, target 5: `replay verify --jobs 2` against `--jobs 1` on a library of 64 bundles,
+"""Speed target 5: `replay verify --jobs 2` against `--jobs 1` on a library of 64 bundles,
 and the command line's start-up without the SDK.
 
 The library is the scenario library's bundles copied into a temp folder, in name order and

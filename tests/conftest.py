@@ -1,8 +1,11 @@
-"""Suite-wide guard: tests never reach the network (loopback is allowed for local servers); and
-the order the slowest files start in."""
+"""Suite-wide guard: tests never reach the network (loopback is allowed for local servers), nor
+write compiled cassette copies into the user's cache; and the order the slowest files start in."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +16,20 @@ from replay.network_guard import NetworkGuard
 # top-level conftest.
 pytest_plugins = ["pytester"]
 
-# The slowest files, the slowest first (CPU seconds measured on 2 CPUs for issue 16). Under
+# Compiled cassette copies go to a folder of this run's (subprocesses inherit it), not to ~/.cache.
+_COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"
+if _COMPILED_CACHE not in os.environ:
+    _TEST_CACHE = tempfile.mkdtemp(prefix="agent-replay-test-cache-")
+    os.environ[_COMPILED_CACHE] = _TEST_CACHE
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cache = globals().get("_TEST_CACHE")
+    if cache is not None and os.environ.get(_COMPILED_CACHE) == cache:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+# The slowest files, the slowest first (CPU seconds measured on 2 CPUs). Under
 # `-n`, each file runs whole on one worker, so a module's fixtures
 # are set up once, and handing out the longest files first lets the workers finish together rather
 # than one running a long file alone at the end. A file not listed only costs balance: it runs
