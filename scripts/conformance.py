@@ -328,7 +328,9 @@ def cli_invocation(scenario: Scenario, options: SessionOptions, model: str) -> C
         args=tuple(args),
         project_settings=project,
         unmapped=tuple(unmapped),
-        built_in=tuple(_setting(key, value) for key, value in sorted(settings.items()) if _CLI_BUILT_IN.get(key) == value),
+        built_in=tuple(
+            _setting(key, value) for key, value in sorted(settings.items()) if _CLI_BUILT_IN.get(key) == value
+        ),
     )
 
 
