@@ -35,13 +35,14 @@ import json
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
+from per_request import Chunks  # beside this script
 
 from engine import AnthropicModel, EngineSettings, QueryDeps, QueryEngine, QueryResult, ResultSubtype
 from engine.tools.base import Tool
@@ -79,15 +80,6 @@ class Timed:
         self.wall.append(time.perf_counter() - wall)
 
 
-class _Chunks(httpx2.AsyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._chunks:
-            yield chunk
-
-
 def answers_in_order(interactions: Sequence[Interaction]) -> httpx2.MockTransport:
     """A bare ``MockTransport``: the recorded answers in order, the request never looked at."""
     answers = [(i.response.status, list(i.response.headers.items()), i.response.chunks()) for i in interactions]
@@ -96,7 +88,7 @@ def answers_in_order(interactions: Sequence[Interaction]) -> httpx2.MockTranspor
     def handler(request: httpx2.Request) -> httpx2.Response:
         status, headers, chunks = answers[position[0]]
         position[0] += 1
-        return httpx2.Response(status, headers=headers, stream=_Chunks(chunks))
+        return httpx2.Response(status, headers=headers, stream=Chunks(chunks))
 
     return httpx2.MockTransport(handler)
 

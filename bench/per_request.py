@@ -55,7 +55,9 @@ class PerRequestRow:
         return statistics.median(self.ratios)
 
 
-class _Chunks(httpx2.AsyncByteStream):
+class Chunks(httpx2.AsyncByteStream):
+    """A response body that arrives in the given chunks (the other benches use it too)."""
+
     def __init__(self, chunks: list[bytes]) -> None:
         self._chunks = chunks
 
@@ -72,7 +74,7 @@ def mock_transport(interactions: Sequence[Interaction]) -> tuple[httpx2.MockTran
     def handler(request: httpx2.Request) -> httpx2.Response:
         headers, chunks = answers[position[0]]
         position[0] += 1
-        return httpx2.Response(200, headers=headers, stream=_Chunks(chunks))
+        return httpx2.Response(200, headers=headers, stream=Chunks(chunks))
 
     def rewind() -> None:
         position[0] = 0

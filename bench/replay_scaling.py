@@ -76,7 +76,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -88,6 +88,7 @@ import per_request  # beside this script (bench/ is the script's first import pa
 import vcr
 import vcr.serialize
 import yaml
+from per_request import Chunks
 from vcr.request import Request as VcrRequest
 from vcr.serializers import yamlserializer
 
@@ -300,15 +301,6 @@ def build_fixture(size: int, folder: Path) -> Fixture:
     )
 
 
-class _Chunks(httpx2.AsyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._chunks:
-            yield chunk
-
-
 class BareTransport(httpx2.AsyncBaseTransport):
     """Returns the recorded responses in order without looking at the request: the floor."""
 
@@ -326,7 +318,7 @@ class BareTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         headers, chunks = self._answers[self._next]
         self._next += 1
-        return httpx2.Response(200, headers=headers, stream=_Chunks(chunks), request=request)
+        return httpx2.Response(200, headers=headers, stream=Chunks(chunks), request=request)
 
 
 async def send_requests(client: httpx2.AsyncClient, bodies: Sequence[bytes]) -> tuple[float, list[httpx2.Response]]:
