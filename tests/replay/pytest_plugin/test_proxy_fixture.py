@@ -1,4 +1,4 @@
-"""The ``replay_proxy`` fixture, through a tiny project run in a pytest subprocess: a test gives
+"""The ``replay_proxy`` fixture, through a tiny project run by pytest in this process: a test gives
 the proxy's URL to its client, records with ``--record-mode=once`` while the project's fake model
 server runs, replays with it gone, and fails with the proxy's diagnosis when its prompt changes."""
 
@@ -69,10 +69,10 @@ def test_replay_proxy_records_once_replays_offline_and_fails_a_changed_prompt_wi
     cassette = agent_project.path / "cassettes" / "hello.yaml"
 
     monkeypatch.setenv("UPSTREAM_RUNS", "1")
-    recorded = agent_project.runpytest_subprocess("--record-mode=once", "-k", "my_agent", timeout=180)
+    recorded = agent_project.runpytest_inprocess("--record-mode=once", "-k", "my_agent")
     monkeypatch.delenv("UPSTREAM_RUNS")
     kept = cassette.read_bytes()
-    replayed = agent_project.runpytest_subprocess("-k", "my_agent", timeout=180)
+    replayed = agent_project.runpytest_inprocess("-k", "my_agent")
     monkeypatch.setenv("PROMPT", "Say goodbye")
     changed = agent_project.runpytest_subprocess(timeout=180)
 

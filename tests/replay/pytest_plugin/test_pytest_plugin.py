@@ -1,10 +1,12 @@
-"""The pytest plugin, specified through tiny projects run in a pytest subprocess (the plugin is
-loaded there through its ``pytest11`` entry point, as in any project that installs agent-replay).
+"""The pytest plugin, specified through tiny projects run by pytest (the plugin is loaded through
+its ``pytest11`` entry point, as in any project that installs agent-replay).
 
-Each subprocess run costs a few seconds, so each test here runs a project through several steps."""
+Each test runs a project through several steps, in this process where it can (a subprocess costs
+about 2 s of imports a run)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import socket
 from pathlib import Path
@@ -93,6 +95,12 @@ async def record_review(project: pytest.Pytester, scenario: Scenario) -> Path:
 
 
 def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A run of the project's pytest in this process: a subprocess would pay about 2 s of imports."""
+    return project.runpytest_inprocess(*args)
+
+
+def run_in_subprocess(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A run in a pytest subprocess, as ``-n 2`` needs, and a test whose own loop is running."""
     return project.runpytest_subprocess(*args, timeout=180)
 
 
@@ -118,15 +126,15 @@ async def test_a_project_passes_under_xdist_and_writes_nothing(project: pytest.P
         (snapshots / f"{test}.trace.txt").write_text((bundle / "trace.txt").read_text())
     before = tree(project.path)
 
-    result = run(project, "-n", "2")
+    result = run_in_subprocess(project, "-n", "2")
 
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*created: 2/2 workers*", "*2 snapshots passed*"])
     assert tree(project.path) == before
 
 
-async def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(project: pytest.Pytester) -> None:
-    bundle = await record_review(project, READ)
+def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(project: pytest.Pytester) -> None:
+    bundle = asyncio.run(record_review(project, READ))
     project.makepyfile(test_project=SNAPSHOT_PROJECT)
     snapshot = project.path / "__snapshots__" / "test_project" / "test_engine.trace.txt"
 
@@ -135,7 +143,7 @@ async def test_drift_fails_with_a_readable_diff_and_snapshot_update_accepts_it(p
     assert snapshot.read_text() == (bundle / "trace.txt").read_text()
     assert "    tools batch 1 (concurrent): Read success" in snapshot.read_text().splitlines()
 
-    await record_review(project, GREP)  # the model now greps instead of reading
+    asyncio.run(record_review(project, GREP))  # the model now greps instead of reading
     drifted = run(project)
     drifted.assert_outcomes(failed=2)
     drifted.stdout.fnmatch_lines(
@@ -192,7 +200,7 @@ async def test_replay_fixtures_give_commands_the_bundles_env_offline_and_no_cred
     project.makepyfile(test_env=ENV_PROJECT)
     monkeypatch.setenv("MY_ANTHROPIC_CREDENTIAL", "sk-ant-api03-plugin-unlisted")
 
-    run(project).assert_outcomes(passed=2)
+    run_in_subprocess(project).assert_outcomes(passed=2)
 
 
 def test_a_cassette_recorded_once_replays_offline_and_strictly(project: pytest.Pytester) -> None:

@@ -1,7 +1,7 @@
 """``--record-mode=rewrite``: a drifted bundle behind ``replay_bundle`` is updated from its first
 divergence (as ``replay run --update`` does) and replayed; a marker's cassette behind
 ``replay_engine`` keeps what matches, records the rest against the marker's scenario, and
-prunes. Specified through projects run in a pytest subprocess."""
+prunes. Specified through projects run by pytest in this process."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def edit_session(bundle: Path, **changes: object) -> None:
 
 
 def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest_subprocess(*args, timeout=180)
+    """A run in this process: a subprocess would pay about 2 s of imports."""
+    return project.runpytest_inprocess(*args)
 
 
 def test_rewrite_updates_drifted_bundles_from_their_first_divergence_and_they_replay_after(

@@ -2,8 +2,10 @@
 ``AsyncAnthropic`` (or a plain ``httpx2`` client) inside a test marked ``replay_cassette``, records
 it once against the fake model server, and replays it offline — the real SDK parsing every byte.
 
-Specified through tiny projects run in a pytest subprocess; each subprocess run costs seconds,
-so each test here takes a project through several steps."""
+Specified through tiny projects, each run by pytest in this process (``runpytest_inprocess``: a
+subprocess would pay about 2 s of imports a run; these projects are synchronous and the plugin
+leaves nothing behind after a run, as the rest of this suite, running after them, checks). Each
+test takes a project through several steps."""
 
 from __future__ import annotations
 
@@ -133,7 +135,7 @@ def fake_server() -> Iterator[FakeModelServer]:
 
 
 def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest_subprocess(*args, timeout=180)
+    return project.runpytest_inprocess(*args)
 
 
 def first_failure_lines(result: pytest.RunResult, test: str) -> list[str]:
