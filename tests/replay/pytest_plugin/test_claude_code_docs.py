@@ -1,6 +1,6 @@
 """The examples of docs/claude-code.md, "Testing your Claude Code set-up", are what runs: each
-example's files are written, exactly as the page lists them, into a project run in a pytest
-subprocess, against the pinned Claude Code CLI and the fake model on loopback. The page's
+example's files are written, exactly as the page lists them, into a project run by pytest (in this
+process), against the pinned Claude Code CLI and the fake model on loopback. The page's
 recording example is recorded as the page says, with the fake model standing in for the API, and
 then replayed offline, from its cassette alone."""
 
@@ -68,7 +68,7 @@ def test_the_example_passes_as_listed(example: Example, project: pytest.Pytester
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
-    outcome = project.runpytest_subprocess("tests", timeout=300)
+    outcome = project.runpytest_inprocess("tests")
 
     assert outcome.ret == 0, outcome.stdout.str()
     outcome.assert_outcomes(passed=example.tests)
@@ -112,10 +112,10 @@ def test_the_recording_example_records_once_then_replays_offline(
     cassette = project.path / "tests" / "claude_code" / "cassettes" / "triage.yaml"
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-recording-key-0123456789")
-    recording = project.runpytest_subprocess("tests/claude_code", "--record-mode=once", timeout=300)
+    recording = project.runpytest_inprocess("tests/claude_code", "--record-mode=once")
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     stand_in.unlink()  # nothing to answer now but the cassette
-    replaying = project.runpytest_subprocess("tests/claude_code", timeout=300)
+    replaying = project.runpytest_inprocess("tests/claude_code")
 
     assert recording.ret == 0, recording.stdout.str()
     assert replaying.ret == 0, replaying.stdout.str()
