@@ -8,9 +8,16 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
+import httpcore2  # noqa: F401 (imported up front: see below)
 import pytest
 
 from replay.network_guard import NetworkGuard
+
+# Pytester's in-process runs put sys.modules back as it was when they end: a module first imported
+# during one is dropped, and imported afresh by the next user. httpx2 imports httpcore2 only when it
+# first needs a connection pool, so if that happens inside an in-process project, httpx2 keeps the
+# old copy's exception classes while a new pool raises the new copy's: a dropped connection is then
+# no httpx2.TransportError, and a later recording of one fails. Imported here, it is never dropped.
 
 # The plugin's tests run small projects in a pytest subprocess; pytest takes plugins only from the
 # top-level conftest.
