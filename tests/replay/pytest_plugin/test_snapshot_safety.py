@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.replay.pytest_plugin.test_pytest_plugin import READ, record_review, run
+from tests.replay.pytest_plugin.test_pytest_plugin import READ, record_review
+from tests.replay.pytest_plugin.test_pytest_plugin import run_in_subprocess as run  # its own loop is running
 
 PROJECT = """\
 import pytest
