@@ -18,7 +18,9 @@ def echo(item: str) -> tuple[str, int]:
     if item.startswith("crash"):
         os.kill(os.getpid(), signal.SIGKILL)
     if item.startswith("hang"):
-        print(f"hanging in {os.getpid()}", flush=True)  # for a test that waits for it
+        # For a test that waits for it: one write, so two workers' lines never interleave (print
+        # writes the text and its newline separately).
+        os.write(sys.stdout.fileno(), f"hanging in {os.getpid()}\n".encode())
         time.sleep(3600)
     if item.startswith("raise"):
         raise RuntimeError("the job failed")
