@@ -29,6 +29,7 @@ __all__ = [
     "digest_normalized",
     "fingerprint",
     "fingerprint_with_body",
+    "home_folder",
     "parse_body",
     "route_key",
 ]
@@ -183,6 +184,11 @@ def _home() -> str:
     if known is None or known[0] != variable:
         known = _HOME = (variable, os.path.expanduser("~"))
     return known[1]
+
+
+def home_folder() -> str:
+    """The home folder `Normalizer.text` replaces with ``<home>`` (it follows $HOME)."""
+    return _home()
 
 
 def _temp_paths() -> re.Pattern[str]:

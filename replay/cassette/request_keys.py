@@ -35,6 +35,7 @@ from itertools import accumulate
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.cassette.raw_keys import raw_body_keys
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
@@ -115,11 +116,17 @@ class RequestKeys:
         """The request's fingerprint, or None when only the slow path can tell it."""
         if body[:1] != b"{":
             return None
+        redactor = current_redactor()
+        # A body sent before (a session replayed again in this process) is known by its bytes.
+        raw_keys = raw_body_keys()
+        digest = raw_keys.digest(method, path, body)
+        known = raw_keys.get(digest, body, self._normalizer, redactor)
+        if known is not None:
+            return FastKey(*known)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        redactor = current_redactor()
         if redactor is not self._redactor:
             # What is clean depends on the redactor (the environment's credentials).
             self._members.clear()
@@ -146,7 +153,9 @@ class RequestKeys:
         if suspect and redactor.detect_in_raw_text(text):
             return None
         normalized = "{" + ",".join(piece.normalized for _, piece in sorted(members)) + "}"
-        return FastKey(digest_normalized(method, path, normalized), normalized)
+        key = digest_normalized(method, path, normalized)
+        raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
+        return FastKey(key, normalized)
 
     def _members_of(self, text: str, redactor: Redactor) -> list[tuple[str, _Piece]]:
         if text[1] == "}":

@@ -79,6 +79,8 @@ class Redactor:
         for detection in self.detect_in_raw_text(text):
             add(detection)
         for string in () if binary else decoded_strings(text):
+            if len(string) < MIN_SECRET_LENGTH:
+                continue  # holds nothing it would report (see `strings_clean`); most keys of a JSON text
             for detection in self.detect_in_string(string):
                 add(detection)
         return sorted(found.values(), key=lambda d: (-len(d.value), d.value))

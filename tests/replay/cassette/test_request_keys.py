@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from replay.cassette import load_cassette
 from replay.cassette.fingerprints import Normalizer, fingerprint, parse_body
+from replay.cassette.raw_keys import raw_body_keys
 from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.transport import CassettePlayer
@@ -37,6 +38,7 @@ def compact(body: Any) -> bytes:
 
 
 def test_every_library_request_keys_to_its_stored_fingerprint() -> None:
+    raw_body_keys().clear()  # every body keyed from its text, none known by its bytes
     checked = 0
     for cassette_file in sorted(LIBRARY.glob("*/cassette.yaml")):
         cassette = load_cassette(cassette_file)

@@ -1,0 +1,139 @@
+"""Requests keyed by the raw bytes of their body (`replay.cassette.raw_keys`): a body sent again
+answers the fingerprint and normalized text the reference path gives it under the player's own
+normalizer — the same folders or other ones — and a body the scrub would change is never kept."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.cassette import load_cassette
+from replay.cassette.fingerprints import Normalizer
+from replay.cassette.raw_keys import raw_body_keys
+from replay.cassette.request_keys import RequestKeys
+from replay.cassette.scrub import scrub_bytes
+from replay.cassette.transport import CassettePlayer
+from replay.redact.redactor import current_redactor
+from tests.replay.cassette.test_request_keys import _MESSAGE, LIBRARY, METHOD, PATH, _bodies_holding, compact, reference
+from tests.replay.redact.test_redact import PLANTED
+
+FOLDER_A = Path("/work/run-a/workspace")
+FOLDER_B = Path("/work/run-b/workspace")
+
+
+@pytest.fixture(autouse=True)
+def no_keys_kept() -> Iterator[None]:
+    raw_body_keys().clear()
+    yield
+    raw_body_keys().clear()
+
+
+def kept(body: bytes, normalizer: Normalizer) -> tuple[str, str] | None:
+    keys = raw_body_keys()
+    return keys.get(keys.digest(METHOD, PATH, body), body, normalizer, current_redactor())
+
+
+def keyed(body: bytes, normalizer: Normalizer) -> tuple[str, str]:
+    fast = RequestKeys(normalizer).key(METHOD, PATH, body)  # a fresh player's keys: nothing seen
+    assert fast is not None
+    return fast.fingerprint, fast.normalized
+
+
+def body_naming(text: str) -> bytes:
+    return compact({"model": "m", "messages": [{"role": "user", "content": text}]})
+
+
+def test_a_body_sent_again_is_known_by_its_bytes_with_the_reference_key() -> None:
+    normalizer = Normalizer.for_paths(workspace=FOLDER_A)
+    body = body_naming(f"Read {FOLDER_A}/notes.md")
+    assert kept(body, normalizer) is None
+    first = keyed(body, normalizer)
+    assert kept(body, normalizer) == first == reference(body, normalizer)
+    assert keyed(body, normalizer) == first
+
+
+def test_a_body_naming_the_run_folder_answers_only_a_player_in_that_folder() -> None:
+    in_a, in_b = Normalizer.for_paths(workspace=FOLDER_A), Normalizer.for_paths(workspace=FOLDER_B)
+    body = body_naming(f"Read {FOLDER_A}/notes.md")
+    keyed(body, in_a)
+    assert kept(body, in_b) is None
+    # In another folder the same bytes are another request: the path is no longer the workspace.
+    assert keyed(body, in_b) == reference(body, in_b) != reference(body, in_a)
+    assert keyed(body, in_a) == reference(body, in_a)
+
+
+def test_a_body_naming_no_run_folder_answers_a_player_in_any_folder() -> None:
+    in_a, in_b = Normalizer.for_paths(workspace=FOLDER_A), Normalizer.for_paths(workspace=FOLDER_B)
+    body = body_naming("Read notes.md in /tmp/pytest-7/x at 2026-01-01T10:00:00Z")
+    keyed(body, in_a)
+    assert kept(body, in_b) == reference(body, in_b)
+
+
+@pytest.mark.parametrize("written", ["\\/work\\/run-b\\/workspace\\/notes.md", "\\u002fwork/run-b/workspace/n.md"])
+def test_a_folder_written_with_escapes_is_not_taken_for_an_absent_one(written: str) -> None:
+    in_a, in_b = Normalizer.for_paths(workspace=FOLDER_A), Normalizer.for_paths(workspace=FOLDER_B)
+    body = b'{"model":"m","messages":[{"role":"user","content":"Read ' + written.encode() + b'"}]}'
+    keyed(body, in_a)
+    assert kept(body, in_b) is None
+    assert keyed(body, in_b) == reference(body, in_b)
+    assert "<workspace>" in reference(body, in_b)[1]
+
+
+@pytest.mark.parametrize("secret", PLANTED)
+def test_a_body_the_scrub_changes_is_never_kept(secret: str) -> None:
+    normalizer = Normalizer()
+    redacted = [body for body in _bodies_holding(secret) if scrub_bytes(body) != body]
+    assert redacted
+    for body in redacted:
+        for _ in range(2):  # sent again: still scrubbed on the slow path, never known by its bytes
+            assert RequestKeys(normalizer).key(METHOD, PATH, body) is None
+            assert kept(body, normalizer) is None
+
+
+def test_a_credential_set_after_a_body_was_kept_is_still_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = body_naming("value 7Hq2Lx9Vw4Rb8Nz3")
+    keyed(body, Normalizer())
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "7Hq2Lx9Vw4Rb8Nz3")
+    assert kept(body, Normalizer()) is None
+    assert RequestKeys(Normalizer()).key(METHOD, PATH, body) is None
+
+
+_FOLDER_TEXT = st.sampled_from(
+    [f"{FOLDER_A}/a.py", f"{FOLDER_B}/b.py", "\\/work\\/run-b\\/workspace", "plain text", "é 🙂", 'a "q" \\ \n']
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    history=st.lists(st.one_of(_MESSAGE, _FOLDER_TEXT.map(lambda t: {"role": "user", "content": t})), max_size=5),
+    ascii_only=st.booleans(),
+)
+def test_any_body_replayed_in_two_folders_keys_as_the_reference_path_does(history: list[Any], ascii_only: bool) -> None:
+    raw_body_keys().clear()
+    body = json.dumps({"model": "m", "messages": history}, ensure_ascii=ascii_only, separators=(",", ":")).encode()
+    for normalizer in (Normalizer.for_paths(workspace=FOLDER_A), Normalizer.for_paths(workspace=FOLDER_B)):
+        for _ in range(2):
+            fast = RequestKeys(normalizer).key(METHOD, PATH, body)
+            if fast is not None:
+                assert (fast.fingerprint, fast.normalized) == reference(body, normalizer)
+
+
+def test_a_library_session_replayed_twice_in_other_folders_logs_the_stored_fingerprints(tmp_path: Path) -> None:
+    cassette = load_cassette(LIBRARY / "long-session-crosses-autocompact-twice" / "cassette.yaml")
+    for run in ("first", "second"):
+        workspace, session_dir = tmp_path / run / "workspace", tmp_path / run / "session"
+        player = CassettePlayer.from_cassette(cassette, workspace=workspace, session_dir=session_dir, strict=True)
+        live = Normalizer.for_paths(workspace=workspace, session_dir=session_dir)
+        for interaction in cassette.interactions:
+            request = interaction.request
+            body = request.body_bytes()
+            assert (kept(body, live) is not None) is (run == "second")
+            player.match(request.method, request.path, body)
+        assert [entry.fingerprint for entry in player.log] == cassette.fingerprints()
+        assert player.finish() == []
