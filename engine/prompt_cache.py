@@ -89,14 +89,22 @@ def place_message_breakpoint(
 
 def count_cache_marks(params: JsonDict) -> int:
     """The ``cache_control`` marks in a request body: on tools, system blocks and message blocks."""
-    marks = sum("cache_control" in tool for tool in params.get("tools") or ())
+    # Plain loops: this runs over the whole history on every request.
+    marks = 0
+    for tool in params.get("tools") or ():
+        if "cache_control" in tool:
+            marks += 1
     system = params.get("system")
     if isinstance(system, list):
-        marks += sum("cache_control" in block for block in system)
+        for block in system:
+            if "cache_control" in block:
+                marks += 1
     for message in params.get("messages") or ():
         content = message.get("content")
         if isinstance(content, list):
-            marks += sum(isinstance(b, dict) and "cache_control" in b for b in content)
+            for block in content:
+                if isinstance(block, dict) and "cache_control" in block:
+                    marks += 1
     return marks
 
 
@@ -145,6 +153,8 @@ def _unmarked(block: JsonDict) -> JsonDict:
 
 def _message_unmarked(message: JsonDict) -> JsonDict:
     content = message.get("content")
-    if not isinstance(content, list) or not any(isinstance(b, dict) and "cache_control" in b for b in content):
-        return message
-    return {**message, "content": [_unmarked(b) if isinstance(b, dict) else b for b in content]}
+    if isinstance(content, list):
+        for block in content:  # a loop, not any(): this runs over the whole history every request
+            if isinstance(block, dict) and "cache_control" in block:
+                return {**message, "content": [_unmarked(b) if isinstance(b, dict) else b for b in content]}
+    return message

@@ -293,13 +293,27 @@ def _json_strings(value: Any) -> Iterator[str]:
     pending = [value]
     while pending:
         item = pending.pop()
-        if isinstance(item, str):
+        # What json.loads builds is told by its exact type first (an ABC check costs more).
+        kind = type(item)
+        if kind is str:
+            yield item
+        elif kind is dict:
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+        elif kind in _JSON_SCALARS:
+            continue
+        elif isinstance(item, str):
             yield item
         elif isinstance(item, Mapping):
             pending.extend(item.keys())
             pending.extend(item.values())
         elif isinstance(item, (list, tuple)):
             pending.extend(item)
+
+
+_JSON_SCALARS: Final = frozenset({int, float, bool, type(None)})
 
 
 # ---------------------------------------------------------------------------------------------

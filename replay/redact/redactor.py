@@ -78,9 +78,13 @@ class Redactor:
 
         for detection in self.detect_in_raw_text(text):
             add(detection)
+        # Each string once (a transcript repeats its history's), and none too short to hold
+        # anything `detect_in_string` reports (see `strings_clean`): what is found is the same.
+        seen: set[str] = set()
         for string in () if binary else decoded_strings(text):
-            if len(string) < MIN_SECRET_LENGTH:
-                continue  # holds nothing it would report (see `strings_clean`); most keys of a JSON text
+            if len(string) < MIN_SECRET_LENGTH or string in seen:
+                continue
+            seen.add(string)
             for detection in self.detect_in_string(string):
                 add(detection)
         return sorted(found.values(), key=lambda d: (-len(d.value), d.value))
