@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
@@ -74,11 +73,19 @@ class _SeenList:
     """A ``messages`` list as the last request sent it: each element's raw text and what it
     gave (normalized text, clean, suspect), and where each element ends in the joined text."""
 
-    def __init__(self, raws: list[str], parts: list[str], cleans: list[bool], suspects: list[bool]) -> None:
+    def __init__(
+        self,
+        raws: list[str],
+        parts: list[str],
+        cleans: list[bool],
+        suspects: list[bool],
+        joined: str = "",
+        offsets: list[int] | None = None,
+    ) -> None:
         self.raws, self.parts, self.cleans, self.suspects = raws, parts, cleans, suspects
-        self.joined = ",".join(raws)
+        self.joined = joined  # ",".join(raws): the list's text between its brackets
         # offsets[k]: the length of the first k elements joined (0 for none).
-        self.offsets = [0, *(total - 1 for total in accumulate(len(raw) + 1 for raw in raws))]
+        self.offsets = [0] if offsets is None else offsets
 
     def shared_run(self, text: str, start: int) -> int:
         """How many of these elements ``text`` repeats from ``start``: all of them, or all but
@@ -205,19 +212,19 @@ class RequestKeys:
         if text[start] == "]":
             return _Piece(_MESSAGES_OPENING + "]", clean, suspect), start + 1
         last = self._last_messages
-        raws: list[str] = []
-        parts: list[str] = []
-        cleans: list[bool] = []
-        suspects: list[bool] = []
+        opening = start
+        seen = _SeenList([], [], [], [])
+        raws, parts, cleans, suspects, offsets = seen.raws, seen.parts, seen.cleans, seen.suspects, seen.offsets
         # The last request's list: an agent loop re-sends it, but for its last message or two
         # (a moved cache marker), so its longest shared run is found by comparing text, in one go.
         shared = last.shared_run(text, start)
         if shared:
-            raws, parts = last.raws[:shared], last.parts[:shared]
-            cleans, suspects = last.cleans[:shared], last.suspects[:shared]
+            raws[:], parts[:] = last.raws[:shared], last.parts[:shared]
+            cleans[:], suspects[:] = last.cleans[:shared], last.suspects[:shared]
+            offsets[:] = last.offsets[: shared + 1]
             start += last.offsets[shared]
             if text[start] == "]":
-                return self._finish(raws, parts, cleans, suspects, clean, suspect), start + 1
+                return self._finish(seen, text[opening:start], clean, suspect), start + 1
             start += 1
         elements = self._elements
         while True:
@@ -231,17 +238,20 @@ class RequestKeys:
             parts.append(piece.normalized)
             cleans.append(piece.clean)
             suspects.append(piece.suspect)
+            offsets.append(end - opening)  # the list is compact: its text up to here is the elements joined
             if text[end] == "]":
-                return self._finish(raws, parts, cleans, suspects, clean, suspect), end + 1
+                return self._finish(seen, text[opening:end], clean, suspect), end + 1
             if text[end] != ",":
                 raise _NotFast
             start = end + 1
 
-    def _finish(
-        self, raws: list[str], parts: list[str], cleans: list[bool], suspects: list[bool], clean: bool, suspect: bool
-    ) -> _Piece:
-        self._last_messages = _SeenList(raws, parts, cleans, suspects)
-        return _Piece(_MESSAGES_OPENING + ",".join(parts) + "]", clean and all(cleans), suspect or any(suspects))
+    def _finish(self, seen: _SeenList, joined: str, clean: bool, suspect: bool) -> _Piece:
+        seen.joined = joined
+        self._last_messages = seen
+        parts = seen.parts
+        return _Piece(
+            _MESSAGES_OPENING + ",".join(parts) + "]", clean and all(seen.cleans), suspect or any(seen.suspects)
+        )
 
     def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
         """A message, or a member ``key`` (its normalized text then starts with the key)."""
