@@ -19,7 +19,8 @@ characters another way (``\\/`` or ``\\u0020``-``\\u007f``): the decoded strings
 text's own characters. Anything else counts as "may be in" (the key is kept with its roots).
 
 Only fast-path keys are kept: a body in which the redactor finds anything is scrubbed on the slow
-path every time it is sent.
+path every time it is sent. At most 50,000 bodies or 64 million characters of normalized text are
+kept (a replay's log holds the same texts while it lives); past either, all are forgotten.
 """
 
 from __future__ import annotations
