@@ -32,22 +32,25 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string, is_templated_secret
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.high_entropy_strings import (
-    Base64HighEntropyString,
-    HexHighEntropyString,
-    HighEntropyStringsPlugin,
-)
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.stripe import StripeDetector
-
+from replay.redact.deferred_requests import requests_deferred
 from replay.redact.kinds import MIN_SECRET_LENGTH, SecretKind, is_placeholder_like, worth_redacting
+
+# detect-secrets imports `requests` only for verifying secrets online, which this never does.
+with requests_deferred():
+    from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string, is_templated_secret
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.high_entropy_strings import (
+        Base64HighEntropyString,
+        HexHighEntropyString,
+        HighEntropyStringsPlugin,
+    )
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.stripe import StripeDetector
 
 # Importing detect-secrets turns on logging.captureWarnings(True) (its logger does), which sends every
 # later warning of the process to logging: pytest's warning capture, for one, then sees none. Off again
