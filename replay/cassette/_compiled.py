@@ -1,9 +1,12 @@
-"""Compiled cassettes: a JSON copy of a large native cassette's parsed document, in a cache folder.
+"""Compiled cassettes: a JSON copy of a large native cassette's checked document, in a cache folder.
 
 The YAML stays the source of truth. Reading it costs about a millisecond per interaction
 (libyaml's events, then checking content keys and recomputing every fingerprint); a compiled
 copy is plain JSON, which Python reads ten times faster, plus the fingerprints the load
-computed and checked. A copy is used only when everything it was made from is the same:
+computed and checked. Its lines: a header, the document without its interactions, then one
+line per interaction whose events are the chunks a client reads (`_native.compiled_line`), so
+a load parses one interaction at a time and no event at all. A copy is used only when
+everything it was made from is the same:
 
 - its name and its header hold the SHA-256 of the cassette's text, so an edited cassette never
   meets an old copy;
@@ -28,10 +31,10 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import yaml
 
@@ -48,10 +51,12 @@ __all__ = [
     "write_compiled",
 ]
 
-COMPILED_FORMAT: Final = 1
+COMPILED_FORMAT: Final = 2
 # Smaller cassettes load in milliseconds from the YAML: a copy would only add files.
 MIN_COMPILED_BYTES: Final = 256 * 1024
 CACHE_ENV: Final = "AGENT_REPLAY_CACHE_DIR"
+_MAX_HEADER: Final = 16 << 20  # bytes: a header longer than this is not one (it lists fingerprints)
+T = TypeVar("T")
 _OFF: Final = frozenset({"", "off", "0", "false", "no"})
 # The modules whose code decides what a cassette's text loads as, and its fingerprints.
 CODE_MODULES: Final = (
@@ -67,12 +72,35 @@ CODE_MODULES: Final = (
 )
 
 
-@dataclass(frozen=True)
 class Compiled:
-    """A compiled copy: the parsed document, and the fingerprints when they hold on this machine."""
+    """A compiled copy whose header holds: the document without its interactions, the
+    fingerprints when they hold on this machine, and `interactions` to read the rest."""
 
-    document: dict[str, Any]
-    fingerprints: list[str] | None
+    def __init__(
+        self,
+        path: Path,
+        offset: int,
+        checksum: Any,
+        expected: str,
+        head: dict[str, Any],
+        fingerprints: list[str] | None,
+    ) -> None:
+        self.head = head
+        self.fingerprints = fingerprints
+        # Where the interactions start, and the checksum of what precedes them, to go on with.
+        self._path, self._offset, self._checksum, self._expected = path, offset, checksum, expected
+
+    def interactions(self, parse: Callable[[bytes], T]) -> list[T] | None:
+        """Each interaction's line through ``parse``, read one at a time (the file is never
+        held whole), or None when the copy is not whole (its checksum). ``parse`` may raise."""
+        checksum = self._checksum
+        parsed = []
+        with self._path.open("rb") as handle:
+            handle.seek(self._offset)
+            for line in handle:
+                checksum.update(line)
+                parsed.append(parse(line.removesuffix(b"\n")))
+        return parsed if checksum.hexdigest() == self._expected else None
 
 
 def compiled_folder() -> Path | None:
@@ -84,30 +112,34 @@ def compiled_folder() -> Path | None:
     return Path(base) / "agent-replay" / "cassettes"
 
 
-def text_digest(text: str) -> str:
-    """The SHA-256 of a cassette's text, which names its compiled copy."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def text_digest(text: str | bytes) -> str:
+    """The SHA-256 of a cassette's text (or of its UTF-8 bytes), which names its compiled copy."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
 
 
-def read_compiled(text: str, digest: str) -> Compiled | None:
-    """The compiled copy of the cassette ``text`` (whose `text_digest` is ``digest``), or None."""
-    if len(text) < MIN_COMPILED_BYTES:
+def read_compiled(size: int, digest: str) -> Compiled | None:
+    """The compiled copy of the cassette of ``size`` characters or bytes whose `text_digest`
+    is ``digest``, or None."""
+    if size < MIN_COMPILED_BYTES:
         return None
     folder = compiled_folder()
     if folder is None:
         return None
+    path = folder / f"{digest}.json"
     try:
-        data = (folder / f"{digest}.json").read_bytes()
-        header_line, _, payload = data.partition(b"\n")
+        with path.open("rb") as handle:
+            header_line = handle.readline(_MAX_HEADER)
+            head_line = handle.readline()
+            offset = handle.tell()
         header = json.loads(header_line)
         if not isinstance(header, dict) or header != {**header, **_header(digest)}:
             return None
-        if header.get("payload_sha256") != hashlib.sha256(payload).hexdigest():
-            return None
-        document = json.loads(payload)
+        head = json.loads(head_line)
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(document, dict):
+    expected = header.get("payload_sha256")
+    if not isinstance(head, dict) or not isinstance(expected, str):
         return None
     fingerprints = header.get("fingerprints")
     usable = (
@@ -115,31 +147,33 @@ def read_compiled(text: str, digest: str) -> Compiled | None:
         and isinstance(fingerprints, list)
         and all(isinstance(key, str) for key in fingerprints)
     )
-    return Compiled(document, fingerprints if usable else None)
+    return Compiled(path, offset, hashlib.sha256(head_line), expected, head, fingerprints if usable else None)
 
 
-def write_compiled(text: str, digest: str, document: Any, fingerprints: list[str] | None) -> None:
-    """Keep a compiled copy of the cassette ``text`` just loaded as ``document``, whose
-    fingerprints were computed and checked; silently nothing when that is not possible."""
-    if len(text) < MIN_COMPILED_BYTES:
+def write_compiled(
+    size: int, digest: str, head: dict[str, Any], lines: list[str], fingerprints: list[str] | None
+) -> None:
+    """Keep a compiled copy of the cassette of ``size`` (see `read_compiled`) just loaded: its
+    document without interactions (``head``) and its interactions' lines, whose fingerprints
+    were computed and checked; silently nothing when that is not possible."""
+    if size < MIN_COMPILED_BYTES:
         return
     folder = compiled_folder()
     if folder is None:
         return
     try:
-        payload = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        head_line = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
         return  # not JSON data (it would have been refused on load anyway)
+    payload = "\n".join((head_line, *lines))
     header = {
         **_header(digest),
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        "payload_sha256": hashlib.sha256(payload.encode("utf-8")).hexdigest(),
         "fingerprint_env": _fingerprint_env(),
         "fingerprints": fingerprints,
     }
     try:
-        atomic_write_text(
-            folder / f"{digest}.json", json.dumps(header) + "\n" + payload.decode("utf-8"), encoding="utf-8"
-        )
+        atomic_write_text(folder / f"{digest}.json", json.dumps(header) + "\n" + payload, encoding="utf-8")
     except (FileWriteError, OSError, UnicodeError):
         return
 

@@ -8,6 +8,7 @@ first use (a new turn appends at the end, so a re-recorded session diffs where i
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -17,16 +18,26 @@ from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, 
 from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, route_key
 from replay.cassette.interaction import (
     BodyKind,
+    EncodedEvents,
     FaultKind,
     Interaction,
     RecordedFault,
     RecordedRequest,
     RecordedResponse,
     SseEvent,
+    encoded_events,
+    encoded_events_from_chunks,
 )
 from replay.storage.strict_yaml import FlowMap
 
-__all__ = ["FORMAT_MARKER", "decode_native", "encode_native"]
+__all__ = [
+    "FORMAT_MARKER",
+    "compact_interaction",
+    "compiled_line",
+    "decode_native",
+    "encode_native",
+    "interaction_from_line",
+]
 
 FORMAT_MARKER = "agent_replay_cassette"
 
@@ -136,13 +147,18 @@ def decode_native(
     json_data: bool = False,
     compiled: bool = False,
     fingerprints: list[str] | None = None,
+    compiled_lines: list[str] | None = None,
 ) -> Cassette:
     """The cassette in ``document``, its format version already checked. Raises `FormatProblem`.
 
     ``json_data``: the document is known to hold JSON values only (no check for bytes or
     non-string keys). ``compiled``: it is a compiled copy, whose content keys were checked when
     it was compiled. ``fingerprints``: each interaction's fingerprint, computed and checked
-    against the stored ones when it was compiled (used when there is one per interaction)."""
+    against the stored ones when it was compiled (used when there is one per interaction).
+    ``compiled_lines``: each decoded interaction's line of a compiled copy is appended to it.
+
+    Each interaction of the document is dropped from it once decoded (the caller's document is
+    consumed): the raw and the decoded cassette never both exist whole."""
     _check_keys(document, _TOP_KEYS, "the top level")
     recorded_paths = _mapping(document.get("recorded_paths", {}), "recorded_paths")
     for key, value in recorded_paths.items():
@@ -163,12 +179,14 @@ def decode_native(
     normalizer = normalizer_for(dict(recorded_paths))
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
+    # Equal header mappings are one dict: every request of a session sends the same headers.
+    shared_headers: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
     for index, raw in enumerate(raw_interactions):
         where = f"interactions[{index}]"
         raw = _mapping(raw, where)
         _check_keys(raw, ("request", "response"), where)
         request, stored = _decode_request(
-            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data
+            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data, shared_headers
         )
         if known is not None:
             computed = known[index]
@@ -177,6 +195,9 @@ def decode_native(
             _check_stored(stored, computed, request, normalizer, where)
         interactions.append(Interaction(request, _decode_response(raw, where, json_data)))
         computed_fingerprints.append(computed)
+        if compiled_lines is not None:
+            compiled_lines.append(compiled_line(raw))
+        raw_interactions[index] = None
     return Cassette(
         interactions=interactions,
         recorded_paths=dict(recorded_paths),
@@ -206,7 +227,12 @@ def _stored_before_query_normalizing(stored: str, request: RecordedRequest, norm
 
 
 def _decode_request(
-    index: int, raw: Mapping[str, Any], reader: ContentReader, where: str, json_data: bool
+    index: int,
+    raw: Mapping[str, Any],
+    reader: ContentReader,
+    where: str,
+    json_data: bool,
+    shared_headers: dict[tuple[tuple[str, str], ...], dict[str, str]],
 ) -> tuple[RecordedRequest, str | None]:
     where = f"{where}.request"
     _check_keys(raw, _REQUEST_KEYS, where)
@@ -216,6 +242,7 @@ def _decode_request(
     if stored is not None and not isinstance(stored, str):
         raise FormatProblem(f"{where}.fingerprint", "must be a hex string")
     headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
+    headers = shared_headers.setdefault(tuple(headers.items()), headers)
     body = raw.get("body")
     if not json_data:
         _check_data(body, f"{where}.body")
@@ -246,8 +273,11 @@ def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool
     if kind is BodyKind.SSE:
         if "body" in raw:
             raise FormatProblem(where, "an sse response keeps its body as events:, not body:")
-        events = _list(raw, "events", where)
-        body = [_decode_event(event, f"{where}.events[{n}]", json_data) for n, event in enumerate(events)]
+        body = raw.get("events", [])
+        if type(body) is not EncodedEvents:  # else `compact_interaction` checked and encoded them
+            events = _list(raw, "events", where)
+            decoded = [_decode_event(event, f"{where}.events[{n}]", json_data) for n, event in enumerate(events)]
+            body = encoded_events(decoded) or decoded
     else:
         if "events" in raw:
             raise FormatProblem(where, f"only an sse response has events:, and this one is {kind.value}")
@@ -259,6 +289,56 @@ def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool
         if kind in (BodyKind.TEXT, BodyKind.BINARY) and not isinstance(body, str):
             raise FormatProblem(f"{where}.body", f"a {kind.value} body must be a string")
     return RecordedResponse(status=status, headers=headers, kind=kind, body=body, fault=fault)
+
+
+def compiled_line(raw: Mapping[str, Any]) -> str:
+    """A checked interaction as JSON (a compiled copy's line): as in the document, but for
+    encoded events, which are written as ``{"$chunks": [text, ...]}``."""
+    response = raw["response"]
+    events = response.get("events")
+    if type(events) is EncodedEvents:
+        response = {**response, "events": {"$chunks": [chunk.decode("utf-8") for chunk in events.chunks]}}
+    return json.dumps({**raw, "response": response}, ensure_ascii=False, separators=(",", ":"))
+
+
+def interaction_from_line(line: bytes) -> dict[str, Any]:
+    """A compiled copy's line as the raw interaction `decode_native` reads. Raises
+    `FormatProblem` (or ValueError) when it is not one `compiled_line` writes."""
+    raw = json.loads(line)
+    response = raw.get("response") if type(raw) is dict else None
+    events = response.get("events") if type(response) is dict else None
+    if type(events) is dict:
+        chunks = events.get("$chunks")
+        encoded = (
+            encoded_events_from_chunks([c.encode("utf-8") for c in chunks if type(c) is str])
+            if type(chunks) is list and len(events) == 1
+            else None
+        )
+        if encoded is None or len(encoded.chunks) != len(chunks):
+            raise FormatProblem("a compiled copy", "its events are not encoded events")
+        response["events"] = encoded
+    return raw
+
+
+def compact_interaction(raw: dict[str, Any]) -> dict[str, Any]:
+    """An interaction of a document being parsed (plain JSON data), with its response's events
+    as `EncodedEvents` when they are valid and read back exactly (else left for `decode_native`
+    to decode, or to report). Called as each interaction is parsed, so that the parsed events
+    of the whole cassette never exist at once."""
+    response = raw.get("response")
+    if type(response) is not dict or response.get("kind") != BodyKind.SSE.value:
+        return raw
+    events = response.get("events")
+    if type(events) is not list:
+        return raw
+    try:
+        decoded = [_decode_event(event, "", json_data=True) for event in events]
+    except FormatProblem:
+        return raw
+    encoded = encoded_events(decoded)
+    if encoded is not None:
+        response["events"] = encoded
+    return raw
 
 
 def _decode_event(raw: Any, where: str, json_data: bool) -> SseEvent:
