@@ -31,10 +31,10 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import yaml
 
@@ -56,7 +56,6 @@ COMPILED_FORMAT: Final = 2
 MIN_COMPILED_BYTES: Final = 256 * 1024
 CACHE_ENV: Final = "AGENT_REPLAY_CACHE_DIR"
 _MAX_HEADER: Final = 16 << 20  # bytes: a header longer than this is not one (it lists fingerprints)
-T = TypeVar("T")
 _OFF: Final = frozenset({"", "off", "0", "false", "no"})
 # The modules whose code decides what a cassette's text loads as, and its fingerprints.
 CODE_MODULES: Final = (
@@ -83,24 +82,29 @@ class Compiled:
         checksum: Any,
         expected: str,
         head: dict[str, Any],
+        count: int,
         fingerprints: list[str] | None,
     ) -> None:
         self.head = head
+        self.count = count  # interactions, as the header says
         self.fingerprints = fingerprints
         # Where the interactions start, and the checksum of what precedes them, to go on with.
         self._path, self._offset, self._checksum, self._expected = path, offset, checksum, expected
+        self._read = False
 
-    def interactions(self, parse: Callable[[bytes], T]) -> list[T] | None:
-        """Each interaction's line through ``parse``, read one at a time (the file is never
-        held whole), or None when the copy is not whole (its checksum). ``parse`` may raise."""
-        checksum = self._checksum
-        parsed = []
+    def lines(self) -> Iterator[bytes]:
+        """Each interaction's line, read one at a time: the file is never held whole. Trust
+        what they gave only if `intact` says so once they are all read."""
         with self._path.open("rb") as handle:
             handle.seek(self._offset)
             for line in handle:
-                checksum.update(line)
-                parsed.append(parse(line.removesuffix(b"\n")))
-        return parsed if checksum.hexdigest() == self._expected else None
+                self._checksum.update(line)
+                yield line.removesuffix(b"\n")
+        self._read = True
+
+    def intact(self) -> bool:
+        """Whether every line was read, and the copy's checksum holds."""
+        return self._read and self._checksum.hexdigest() == self._expected
 
 
 def compiled_folder() -> Path | None:
@@ -141,13 +145,18 @@ def read_compiled(size: int, digest: str) -> Compiled | None:
     expected = header.get("payload_sha256")
     if not isinstance(head, dict) or not isinstance(expected, str):
         return None
+    count = header.get("interactions")
+    if type(count) is not int or count < 0:
+        return None
     fingerprints = header.get("fingerprints")
     usable = (
         header.get("fingerprint_env") == _fingerprint_env()
         and isinstance(fingerprints, list)
+        and len(fingerprints) == count
         and all(isinstance(key, str) for key in fingerprints)
     )
-    return Compiled(path, offset, hashlib.sha256(head_line), expected, head, fingerprints if usable else None)
+    checksum = hashlib.sha256(head_line)
+    return Compiled(path, offset, checksum, expected, head, count, fingerprints if usable else None)
 
 
 def write_compiled(
@@ -170,6 +179,7 @@ def write_compiled(
         **_header(digest),
         "payload_sha256": hashlib.sha256(payload.encode("utf-8")).hexdigest(),
         "fingerprint_env": _fingerprint_env(),
+        "interactions": len(lines),
         "fingerprints": fingerprints,
     }
     try:

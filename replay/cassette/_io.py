@@ -180,12 +180,17 @@ def _from_compiled(compiled: Compiled) -> Cassette | None:
     if head.get(FORMAT_MARKER) != CASSETTE_FORMAT_VERSION or "interactions" in head:
         return None
     try:
-        interactions = compiled.interactions(interaction_from_line)
-        if interactions is None:
-            return None
-        document = {**head, "interactions": interactions}
-        cassette = decode_native(document, json_data=True, compiled=True, fingerprints=compiled.fingerprints)
+        cassette = decode_native(
+            head,
+            json_data=True,
+            compiled=True,
+            fingerprints=compiled.fingerprints,
+            interactions=(interaction_from_line(line) for line in compiled.lines()),
+            count=compiled.count,
+        )
     except Exception:  # whatever a bad copy raises, the YAML is read instead
+        return None
+    if not compiled.intact() or len(cassette.interactions) != compiled.count:
         return None
     cassette.source = CassetteSource.NATIVE
     return cassette

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
@@ -25,6 +25,7 @@ from replay.cassette.interaction import (
     RecordedRequest,
     RecordedResponse,
     SseEvent,
+    encoded_event,
     encoded_events,
     encoded_events_from_chunks,
 )
@@ -45,6 +46,8 @@ _TOP_KEYS = (FORMAT_MARKER, "recorded_paths", "metadata", "content", "interactio
 _REQUEST_KEYS = ("method", "uri", "fingerprint", "headers", "body")
 _RESPONSE_KEYS = ("status", "headers", "kind", "body", "events", "fault")
 _FAULT_KEYS = ("kind", "after_events", "after_bytes")
+_EVENT_KEYS = frozenset(("event", "data"))
+_SHARED_LENGTH = 160  # characters: a URI or a header value is shared, a message is not
 # An event whose data is at most this long in JSON, on one line, is written on one line.
 _ONE_LINE_EVENT = 160
 
@@ -148,6 +151,8 @@ def decode_native(
     compiled: bool = False,
     fingerprints: list[str] | None = None,
     compiled_lines: list[str] | None = None,
+    interactions: Iterable[Any] | None = None,
+    count: int | None = None,
 ) -> Cassette:
     """The cassette in ``document``, its format version already checked. Raises `FormatProblem`.
 
@@ -156,6 +161,8 @@ def decode_native(
     it was compiled. ``fingerprints``: each interaction's fingerprint, computed and checked
     against the stored ones when it was compiled (used when there is one per interaction).
     ``compiled_lines``: each decoded interaction's line of a compiled copy is appended to it.
+    ``interactions``: the raw interactions, one at a time, instead of the document's list
+    (``count`` says how many there should be, for ``fingerprints``).
 
     Each interaction of the document is dropped from it once decoded (the caller's document is
     consumed): the raw and the decoded cassette never both exist whole."""
@@ -172,32 +179,34 @@ def decode_native(
         for key, value in table.items():
             _check_data(value, f"content[{key}]")
     reader = ContentReader(table, keys_checked=compiled)
-    raw_interactions = document.get("interactions", [])
-    if not isinstance(raw_interactions, list):
+    raw_interactions: Iterable[Any] = document.get("interactions", []) if interactions is None else interactions
+    if interactions is None and not isinstance(raw_interactions, list):
         raise FormatProblem("interactions", "must be a list")
-    known = fingerprints if fingerprints is not None and len(fingerprints) == len(raw_interactions) else None
+    if count is None and isinstance(raw_interactions, list):
+        count = len(raw_interactions)
+    known = fingerprints if fingerprints is not None and len(fingerprints) == count else None
     normalizer = normalizer_for(dict(recorded_paths))
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
-    # Equal header mappings are one dict: every request of a session sends the same headers.
-    shared_headers: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    shared = _Shared()
     for index, raw in enumerate(raw_interactions):
         where = f"interactions[{index}]"
         raw = _mapping(raw, where)
         _check_keys(raw, ("request", "response"), where)
         request, stored = _decode_request(
-            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data, shared_headers
+            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data, shared
         )
-        if known is not None:
+        if known is not None and index < len(known):
             computed = known[index]
         else:
             computed = fingerprint(request.method, request.path, request.body, normalizer=normalizer)
             _check_stored(stored, computed, request, normalizer, where)
-        interactions.append(Interaction(request, _decode_response(raw, where, json_data)))
+        interactions.append(Interaction(request, _decode_response(raw, where, json_data, shared)))
         computed_fingerprints.append(computed)
         if compiled_lines is not None:
             compiled_lines.append(compiled_line(raw))
-        raw_interactions[index] = None
+        if isinstance(raw_interactions, list):
+            raw_interactions[index] = None
     return Cassette(
         interactions=interactions,
         recorded_paths=dict(recorded_paths),
@@ -232,7 +241,7 @@ def _decode_request(
     reader: ContentReader,
     where: str,
     json_data: bool,
-    shared_headers: dict[tuple[tuple[str, str], ...], dict[str, str]],
+    shared: _Shared,
 ) -> tuple[RecordedRequest, str | None]:
     where = f"{where}.request"
     _check_keys(raw, _REQUEST_KEYS, where)
@@ -241,16 +250,18 @@ def _decode_request(
     stored = raw.get("fingerprint")
     if stored is not None and not isinstance(stored, str):
         raise FormatProblem(f"{where}.fingerprint", "must be a hex string")
-    headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
-    headers = shared_headers.setdefault(tuple(headers.items()), headers)
+    headers = shared.headers(_str_mapping(raw.get("headers", {}), f"{where}.headers"))
     body = raw.get("body")
     if not json_data:
         _check_data(body, f"{where}.body")
     body = reader.decode_body(index, body, f"{where}.body")
-    return RecordedRequest(method=method, uri=uri, headers=headers, body=body), stored
+    if type(body) is dict:  # its keys and short values (the model's name) are the same in every request
+        body = {shared.string(key): shared.string(value) for key, value in body.items()}
+    request = RecordedRequest(method=shared.string(method), uri=shared.string(uri), headers=headers, body=body)
+    return request, stored
 
 
-def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool) -> RecordedResponse:
+def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool, shared: _Shared) -> RecordedResponse:
     where = f"{where}.response"
     raw = _mapping(interaction.get("response"), where)
     _check_keys(raw, _RESPONSE_KEYS, where)
@@ -264,6 +275,7 @@ def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool
         )
     headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
     _check_decoded(headers, f"{where}.headers")
+    headers = {shared.string(name): shared.string(value) for name, value in headers.items()}
     try:
         kind = BodyKind(raw.get("kind", "empty"))
     except ValueError:
@@ -331,13 +343,16 @@ def compact_interaction(raw: dict[str, Any]) -> dict[str, Any]:
     events = response.get("events")
     if type(events) is not list:
         return raw
-    try:
-        decoded = [_decode_event(event, "", json_data=True) for event in events]
-    except FormatProblem:
-        return raw
-    encoded = encoded_events(decoded)
-    if encoded is not None:
-        response["events"] = encoded
+    chunks = []
+    for event in events:
+        # What `_decode_event` accepts, then what `encoded_event` can encode exactly.
+        if type(event) is not dict or not event.keys() <= _EVENT_KEYS:
+            return raw
+        chunk = encoded_event(event.get("event"), event.get("data", ""))
+        if chunk is None:
+            return raw
+        chunks.append(chunk)
+    response["events"] = EncodedEvents(tuple(chunks))
     return raw
 
 
@@ -368,6 +383,29 @@ def _decode_fault(raw: Any, where: str) -> RecordedFault:
             raise FormatProblem(f"{where}.{key}", "must be a non-negative integer")
         counts[key] = value
     return RecordedFault(kind=kind, **counts)
+
+
+class _Shared:
+    """One object per distinct short string and per distinct request headers while a cassette
+    is decoded: a compiled copy's lines are parsed one at a time, so without this each request
+    would hold its own "POST", URI, header names and body keys."""
+
+    def __init__(self) -> None:
+        self._strings: dict[str, str] = {}
+        self._headers: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+    def string(self, value: Any) -> Any:
+        if type(value) is str and len(value) <= _SHARED_LENGTH:
+            return self._strings.setdefault(value, value)
+        return value
+
+    def headers(self, headers: dict[str, str]) -> dict[str, str]:
+        # Equal request headers are one dict: every request of a session sends the same.
+        key = tuple(headers.items())
+        found = self._headers.get(key)
+        if found is None:
+            found = self._headers[key] = {self.string(k): self.string(v) for k, v in key}
+        return found
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ __all__ = [
     "RecordedResponse",
     "SseEvent",
     "encode_sse_event",
+    "encoded_event",
     "encoded_events",
     "parse_sse",
 ]
@@ -199,30 +200,43 @@ class Interaction:
 
 def encode_sse_event(event: SseEvent) -> bytes:
     """``event: X\\ndata: ...\\n\\n`` — always with the ``event:`` line, which the SDK needs."""
-    data = (
-        event.data if isinstance(event.data, str) else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
-    )
+    data = event.data if isinstance(event.data, str) else _COMPACT.encode(event.data)
     lines = [f"event: {event.event}"] if event.event is not None else []
     lines.extend(f"data: {line}" for line in data.split("\n"))
     return ("\n".join(lines) + "\n\n").encode("utf-8")
 
 
+# What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on every call.
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # A chunk `encode_sse_event` writes for data that is a JSON object or array (compact JSON holds
 # no line break): what `encoded_events` accepts, and all that `_decode_chunk` has to read.
 _ONE_LINE_EVENT: Final = re.compile(rb"(?:event: ([^\n\r]*)\n)?data: ([\[{][^\n\r]*)\n\n")
 
 
+def encoded_event(name: Any, data: Any) -> bytes | None:
+    """`encode_sse_event` of the event ``name``, ``data`` when it reads back as the same event
+    (`EncodedEvents`), else None: data that is a JSON object or array (read back parsed), a name
+    that is None or a string without line breaks — every event the API sends."""
+    if type(data) is not dict and type(data) is not list:
+        return None
+    if name is not None and (type(name) is not str or "\n" in name or "\r" in name):
+        return None
+    text = f"data: {_COMPACT.encode(data)}\n\n" if name is None else f"event: {name}\ndata: {_COMPACT.encode(data)}\n\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: left as events, as ever
+        return None
+
+
 def encoded_events(events: Sequence[SseEvent]) -> EncodedEvents | None:
-    """``events`` as `EncodedEvents`, or None when reading the chunks back would not give the
-    same events: only events whose data is a JSON object or array (parsed, so it reads back as
-    parsed data) and whose name holds no line break, which is every event the API sends."""
+    """``events`` as `EncodedEvents`, or None when one of them would not read back the same
+    (`encoded_event`)."""
     chunks = []
     for event in events:
-        if type(event.data) is not dict and type(event.data) is not list:
+        chunk = encoded_event(event.event, event.data)
+        if chunk is None:
             return None
-        if event.event is not None and ("\n" in event.event or "\r" in event.event):
-            return None
-        chunks.append(encode_sse_event(event))
+        chunks.append(chunk)
     return EncodedEvents(tuple(chunks))
 
 

@@ -122,16 +122,27 @@ def _build(parser: Any, scalars: _Scalars, items: ItemHook | None) -> Any:
     stack: list[list[Any]] = []
     root: Any = _MISSING
     # One str object per distinct key or short value: a cassette repeats "type", "text_delta"
-    # and their like thousands of times, and each copy would cost 50-100 bytes.
+    # and their like thousands of times, and each copy would cost 50-100 bytes. ``plain``: what
+    # each short plain scalar resolved to, so a repeated one is one lookup.
     shared: dict[str, str] = {}
+    plain: dict[str, Any] = {}
     while True:
         event = get()
         kind = type(event)
         if kind is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise Unusual
-            value: Any = scalars.plain(event.value) if event.implicit[0] else event.value
-            if type(value) is str and len(value) <= _SHARED_LENGTH:
+            value: Any = event.value
+            if len(value) > _SHARED_LENGTH:
+                if event.implicit[0]:
+                    value = scalars.plain(value)
+            elif event.implicit[0]:
+                known = plain.get(value, _MISSING)
+                if known is _MISSING:
+                    resolved = scalars.plain(value)
+                    known = plain[value] = shared.setdefault(value, value) if type(resolved) is str else resolved
+                value = known
+            else:
                 value = shared.setdefault(value, value)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
