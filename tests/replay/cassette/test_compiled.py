@@ -144,7 +144,7 @@ REQUEST = b'"request": {"method": "POST", "uri": "https://api.anthropic.com/v1/m
 
 
 def with_events(events: bytes) -> bytes:
-    return HEAD + b'\n{' + REQUEST + b', "response": {"status": 200, "kind": "sse", "events": ' + events + b"}}"
+    return HEAD + b"\n{" + REQUEST + b', "response": {"status": 200, "kind": "sse", "events": ' + events + b"}}"
 
 
 @pytest.mark.parametrize(
@@ -186,6 +186,23 @@ def test_a_hostile_copy_with_a_right_checksum_falls_back_to_the_yaml_without_an_
     expected = load_cassette(cassette_path)
     rewrite_copy(copy_of(cassette_path, cache_dir), payload=payload)
     assert_same(load_cassette(cassette_path), expected)
+
+
+@pytest.mark.parametrize("count", [3, 5, -1, "4"])
+def test_a_copy_whose_header_miscounts_its_interactions_is_not_used(
+    count: object, cassette_path: Path, cache_dir: Path
+) -> None:
+    expected = load_cassette(cassette_path)
+    rewrite_copy(copy_of(cassette_path, cache_dir), lambda header: header.__setitem__("interactions", count))
+    assert_same(load_cassette(cassette_path), expected)
+
+
+def test_a_copy_holds_each_event_stream_as_the_chunks_a_client_reads(cassette_path: Path, cache_dir: Path) -> None:
+    expected = load_cassette(cassette_path)
+    lines = copy_of(cassette_path, cache_dir).read_bytes().split(b"\n")
+    assert len(lines) == 2 + len(expected.interactions)  # the header, the document's head, one per interaction
+    first = json.loads(lines[2])
+    assert first["response"]["events"] == {"$chunks": [c.decode() for c in expected.interactions[0].response.chunks()]}
 
 
 def test_fingerprints_computed_under_another_home_are_recomputed(
