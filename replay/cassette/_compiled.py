@@ -65,6 +65,7 @@ CODE_MODULES: Final = (
     "replay.cassette._native",
     "replay.cassette._content",
     "replay.cassette._model",
+    "replay.cassette._source",
     "replay.cassette._compiled",
     "replay.cassette.fingerprints",
     "replay.cassette.interaction",
