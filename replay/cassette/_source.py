@@ -104,6 +104,7 @@ class FileSource:
         data = self._handle.read()
         if hashlib.sha256(data).hexdigest() != self._digest:
             raise FileChanged
+        self._reader = None  # what is parsed now is this text, checked: nothing left to check
         return data.decode("utf-8")
 
     def digest(self) -> str:

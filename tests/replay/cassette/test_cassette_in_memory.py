@@ -205,6 +205,17 @@ def test_a_file_replaced_by_renaming_while_it_loads_is_read_as_it_was_opened(tmp
     assert len(expected.interactions) == 2
 
 
+def test_a_large_file_the_full_loader_must_read_loads_from_its_text(tmp_path: Path) -> None:
+    # A tag in the middle: libyaml has read part of the file when the lean path gives up, and
+    # the full loader reads the whole text again (which must not count as a change).
+    path = saved(tmp_path, sessions(100))
+    text = path.read_text(encoding="utf-8")
+    at = text.index("model: claude-sonnet-4-6", len(text) // 2)
+    assert len(text) - at > 100_000
+    path.write_text(text[:at] + "model: !!str claude-sonnet-4-6" + text[at + 24 :], encoding="utf-8")
+    assert load_cassette(path).interactions == sessions(100)
+
+
 def test_a_cassette_that_is_not_utf8_still_says_which_byte(tmp_path: Path) -> None:
     path = saved(tmp_path, sessions(1))
     data = path.read_bytes()
