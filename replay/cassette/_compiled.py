@@ -1,9 +1,12 @@
-"""Compiled cassettes: a JSON copy of a large native cassette's parsed document, in a cache folder.
+"""Compiled cassettes: a JSON copy of a large native cassette's checked document, in a cache folder.
 
 The YAML stays the source of truth. Reading it costs about a millisecond per interaction
 (libyaml's events, then checking content keys and recomputing every fingerprint); a compiled
 copy is plain JSON, which Python reads ten times faster, plus the fingerprints the load
-computed and checked. A copy is used only when everything it was made from is the same:
+computed and checked. Its lines: a header, the document without its interactions, then one
+line per interaction whose events are the chunks a client reads (`_native.compiled_line`), so
+a load parses one interaction at a time and no event at all. A copy is used only when
+everything it was made from is the same:
 
 - its name and its header hold the SHA-256 of the cassette's text, so an edited cassette never
   meets an old copy;
@@ -28,7 +31,7 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -48,10 +51,11 @@ __all__ = [
     "write_compiled",
 ]
 
-COMPILED_FORMAT: Final = 1
+COMPILED_FORMAT: Final = 2
 # Smaller cassettes load in milliseconds from the YAML: a copy would only add files.
 MIN_COMPILED_BYTES: Final = 256 * 1024
 CACHE_ENV: Final = "AGENT_REPLAY_CACHE_DIR"
+_MAX_HEADER: Final = 16 << 20  # bytes: a header longer than this is not one (it lists fingerprints)
 _OFF: Final = frozenset({"", "off", "0", "false", "no"})
 # The modules whose code decides what a cassette's text loads as, and its fingerprints.
 CODE_MODULES: Final = (
@@ -61,18 +65,47 @@ CODE_MODULES: Final = (
     "replay.cassette._native",
     "replay.cassette._content",
     "replay.cassette._model",
+    "replay.cassette._source",
     "replay.cassette._compiled",
     "replay.cassette.fingerprints",
     "replay.cassette.interaction",
 )
 
 
-@dataclass(frozen=True)
 class Compiled:
-    """A compiled copy: the parsed document, and the fingerprints when they hold on this machine."""
+    """A compiled copy whose header holds: the document without its interactions, the
+    fingerprints when they hold on this machine, and `interactions` to read the rest."""
 
-    document: dict[str, Any]
-    fingerprints: list[str] | None
+    def __init__(
+        self,
+        path: Path,
+        offset: int,
+        checksum: Any,
+        expected: str,
+        head: dict[str, Any],
+        count: int,
+        fingerprints: list[str] | None,
+    ) -> None:
+        self.head = head
+        self.count = count  # interactions, as the header says
+        self.fingerprints = fingerprints
+        # Where the interactions start, and the checksum of what precedes them, to go on with.
+        self._path, self._offset, self._checksum, self._expected = path, offset, checksum, expected
+        self._read = False
+
+    def lines(self) -> Iterator[bytes]:
+        """Each interaction's line, read one at a time: the file is never held whole. Trust
+        what they gave only if `intact` says so once they are all read."""
+        with self._path.open("rb") as handle:
+            handle.seek(self._offset)
+            for line in handle:
+                self._checksum.update(line)
+                yield line.removesuffix(b"\n")
+        self._read = True
+
+    def intact(self) -> bool:
+        """Whether every line was read, and the copy's checksum holds."""
+        return self._read and self._checksum.hexdigest() == self._expected
 
 
 def compiled_folder() -> Path | None:
@@ -84,62 +117,74 @@ def compiled_folder() -> Path | None:
     return Path(base) / "agent-replay" / "cassettes"
 
 
-def text_digest(text: str) -> str:
-    """The SHA-256 of a cassette's text, which names its compiled copy."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def text_digest(text: str | bytes) -> str:
+    """The SHA-256 of a cassette's text (or of its UTF-8 bytes), which names its compiled copy."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
 
 
-def read_compiled(text: str, digest: str) -> Compiled | None:
-    """The compiled copy of the cassette ``text`` (whose `text_digest` is ``digest``), or None."""
-    if len(text) < MIN_COMPILED_BYTES:
+def read_compiled(size: int, digest: str) -> Compiled | None:
+    """The compiled copy of the cassette of ``size`` characters or bytes whose `text_digest`
+    is ``digest``, or None."""
+    if size < MIN_COMPILED_BYTES:
         return None
     folder = compiled_folder()
     if folder is None:
         return None
+    path = folder / f"{digest}.json"
     try:
-        data = (folder / f"{digest}.json").read_bytes()
-        header_line, _, payload = data.partition(b"\n")
+        with path.open("rb") as handle:
+            header_line = handle.readline(_MAX_HEADER)
+            head_line = handle.readline()
+            offset = handle.tell()
         header = json.loads(header_line)
         if not isinstance(header, dict) or header != {**header, **_header(digest)}:
             return None
-        if header.get("payload_sha256") != hashlib.sha256(payload).hexdigest():
-            return None
-        document = json.loads(payload)
+        head = json.loads(head_line)
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(document, dict):
+    expected = header.get("payload_sha256")
+    if not isinstance(head, dict) or not isinstance(expected, str):
+        return None
+    count = header.get("interactions")
+    if type(count) is not int or count < 0:
         return None
     fingerprints = header.get("fingerprints")
     usable = (
         header.get("fingerprint_env") == _fingerprint_env()
         and isinstance(fingerprints, list)
+        and len(fingerprints) == count
         and all(isinstance(key, str) for key in fingerprints)
     )
-    return Compiled(document, fingerprints if usable else None)
+    checksum = hashlib.sha256(head_line)
+    return Compiled(path, offset, checksum, expected, head, count, fingerprints if usable else None)
 
 
-def write_compiled(text: str, digest: str, document: Any, fingerprints: list[str] | None) -> None:
-    """Keep a compiled copy of the cassette ``text`` just loaded as ``document``, whose
-    fingerprints were computed and checked; silently nothing when that is not possible."""
-    if len(text) < MIN_COMPILED_BYTES:
+def write_compiled(
+    size: int, digest: str, head: dict[str, Any], lines: list[str], fingerprints: list[str] | None
+) -> None:
+    """Keep a compiled copy of the cassette of ``size`` (see `read_compiled`) just loaded: its
+    document without interactions (``head``) and its interactions' lines, whose fingerprints
+    were computed and checked; silently nothing when that is not possible."""
+    if size < MIN_COMPILED_BYTES:
         return
     folder = compiled_folder()
     if folder is None:
         return
     try:
-        payload = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        head_line = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
         return  # not JSON data (it would have been refused on load anyway)
+    payload = "\n".join((head_line, *lines))
     header = {
         **_header(digest),
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        "payload_sha256": hashlib.sha256(payload.encode("utf-8")).hexdigest(),
         "fingerprint_env": _fingerprint_env(),
+        "interactions": len(lines),
         "fingerprints": fingerprints,
     }
     try:
-        atomic_write_text(
-            folder / f"{digest}.json", json.dumps(header) + "\n" + payload.decode("utf-8"), encoding="utf-8"
-        )
+        atomic_write_text(folder / f"{digest}.json", json.dumps(header) + "\n" + payload, encoding="utf-8")
     except (FileWriteError, OSError, UnicodeError):
         return
 

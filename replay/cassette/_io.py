@@ -13,10 +13,23 @@ from typing import Any, Final
 
 import yaml
 
-from replay.cassette._compiled import MIN_COMPILED_BYTES, Compiled, read_compiled, text_digest, write_compiled
+from replay.cassette._compiled import (
+    MIN_COMPILED_BYTES,
+    Compiled,
+    compiled_folder,
+    read_compiled,
+    write_compiled,
+)
 from replay.cassette._content import FormatProblem
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, MAX_CASSETTE_BYTES, Cassette, CassetteError, CassetteSource
-from replay.cassette._native import FORMAT_MARKER, decode_native, encode_native
+from replay.cassette._native import (
+    FORMAT_MARKER,
+    compact_interaction,
+    decode_native,
+    encode_native,
+    interaction_from_line,
+)
+from replay.cassette._source import HEAD, FileChanged, FileSource, NotUtf8, Source, TextSource
 from replay.cassette._vcrpy import VCRPY_FORMAT_VERSION, interactions_from_vcrpy, is_vcrpy_shape
 from replay.cassette.scrub import scrub_interaction
 from replay.storage.atomic import FileWriteError, atomic_write_text
@@ -53,7 +66,24 @@ def load_cassette(path: str | PathLike[str]) -> Cassette:
     if size > MAX_CASSETTE_BYTES:
         raise CassetteError(str(path), f"is {size} bytes, over the {_limit()} limit; check that it is a cassette.")
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        with path.open("rb") as handle:
+            try:
+                source = FileSource(handle)
+            except NotUtf8:
+                source = None
+            if source is not None:
+                with collector_paused():
+                    cassette = _loads_cassette(source, str(path))
+                cassette.path = path
+                return cassette
+    except FileChanged:
+        raise CassetteError(str(path), "changed while it was being read; load it again.") from None
+    except OSError as err:
+        raise CassetteError(
+            str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
+        ) from None
+    try:
+        path.read_bytes().decode("utf-8-sig")  # not UTF-8: where, in the words of the decoder
     except UnicodeDecodeError as err:
         raise CassetteError(
             str(path), f"is not UTF-8 text (byte {err.start} cannot be decoded); it looks corrupt — {_RESTORE}."
@@ -62,15 +92,13 @@ def load_cassette(path: str | PathLike[str]) -> Cassette:
         raise CassetteError(
             str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
         ) from None
-    cassette = loads_cassette(text, source_name=str(path))
-    cassette.path = path
-    return cassette
+    raise CassetteError(str(path), "changed while it was being read; load it again.")
 
 
 def loads_cassette(text: str, *, source_name: str) -> Cassette:
     """The cassette in ``text``; ``source_name`` names it in errors."""
     with collector_paused():
-        return _loads_cassette(text, source_name)
+        return _loads_cassette(TextSource(text), source_name)
 
 
 @contextmanager
@@ -88,31 +116,43 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _loads_cassette(text: str, source_name: str) -> Cassette:
-    if len(text) > MAX_CASSETTE_BYTES:
+def _is_blank(source: Source) -> bool:
+    return not source.head().strip() and not source.text().strip()
+
+
+def _starts_like_json(source: Source) -> bool:
+    head = source.head().lstrip() or (source.text().lstrip() if source.size > HEAD else "")
+    return head.startswith(("{", "["))
+
+
+def _loads_cassette(source: Source, source_name: str) -> Cassette:
+    size = source.size
+    if size > MAX_CASSETTE_BYTES:
         raise CassetteError(source_name, f"is over the {_limit()} limit; check that it is a cassette.")
-    text = text.removeprefix("\ufeff")
-    if not text.strip():
+    if _is_blank(source):
         raise CassetteError(source_name, "is empty; record it again with record mode once or all.")
     # The end line first, before parsing: a native file cut between two interactions still
     # parses, and would replay as a shorter session instead of being refused.
-    if _NATIVE_START.search(text, 0, 4096) is not None:
-        _check_end_line(text, source_name)
-    digest = text_digest(text) if len(text) >= MIN_COMPILED_BYTES else ""
-    compiled = read_compiled(text, digest) if digest else None
+    native = _NATIVE_START.search(source.head()) is not None
+    if native:
+        _check_end_line(source, source_name)
+    digest = source.digest() if size >= MIN_COMPILED_BYTES else ""
+    compiled = read_compiled(size, digest) if digest else None
     if compiled is not None:
         cassette = _from_compiled(compiled)
         if cassette is not None:
             return cassette
-    document, parsed_as, json_data = _parse(text, source_name)
+    document, parsed_as, json_data = _parse(source, source_name)
     try:
         if isinstance(document, Mapping) and FORMAT_MARKER in document:
-            _check_end_line(text, source_name)
+            _check_end_line(source, source_name)
             _check_native_version(document[FORMAT_MARKER], source_name)
-            cassette = decode_native(document, json_data=json_data)
+            lines: list[str] | None = [] if digest and compiled_folder() is not None else None
+            head = {key: value for key, value in document.items() if key != "interactions"}
+            cassette = decode_native(document, json_data=json_data, compiled_lines=lines)
             cassette.source = CassetteSource.NATIVE
-            if digest:
-                write_compiled(text, digest, document, cassette.computed_fingerprints)
+            if lines is not None:
+                write_compiled(size, digest, head, lines, cassette.computed_fingerprints)
             return cassette
         if is_vcrpy_shape(document):
             _check_vcrpy_version(document["version"], source_name)
@@ -136,22 +176,31 @@ def _loads_cassette(text: str, source_name: str) -> Cassette:
 def _from_compiled(compiled: Compiled) -> Cassette | None:
     # A copy is only ever written after its YAML loaded; one that does not decode now was
     # damaged or tampered with, and the YAML decides.
-    document = compiled.document
-    if document.get(FORMAT_MARKER) != CASSETTE_FORMAT_VERSION:
+    head = compiled.head
+    if head.get(FORMAT_MARKER) != CASSETTE_FORMAT_VERSION or "interactions" in head:
         return None
     try:
-        cassette = decode_native(document, json_data=True, compiled=True, fingerprints=compiled.fingerprints)
+        cassette = decode_native(
+            head,
+            json_data=True,
+            compiled=True,
+            fingerprints=compiled.fingerprints,
+            interactions=(interaction_from_line(line) for line in compiled.lines()),
+            count=compiled.count,
+        )
     except Exception:  # whatever a bad copy raises, the YAML is read instead
+        return None
+    if not compiled.intact() or len(cassette.interactions) != compiled.count:
         return None
     cassette.source = CassetteSource.NATIVE
     return cassette
 
 
-def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource, bool]:
+def _parse(source: Source, source_name: str) -> tuple[Any, CassetteSource, bool]:
     # The document, the format it was read as, and whether it is known to hold JSON values only.
-    if text.lstrip().startswith(("{", "[")):
+    if _starts_like_json(source):
         try:
-            return json.loads(text), CassetteSource.VCRPY_JSON, False
+            return json.loads(source.text()), CassetteSource.VCRPY_JSON, False
         except RecursionError:
             raise CassetteError(source_name, f"nests its data too deeply to be a cassette; {_RESTORE}.") from None
         except json.JSONDecodeError as err:
@@ -161,7 +210,10 @@ def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource, bool]:
                 f"it looks truncated or corrupt — {_RESTORE}.",
             ) from None
     try:
-        document, json_data = load_yaml_data(text)
+        document, json_data = load_yaml_data(
+            source.parse_input(), items=("interactions", compact_interaction), whole_text=source.text
+        )
+        source.check_unchanged()
         return document, CassetteSource.VCRPY_YAML, json_data
     except AliasRefusedError as err:
         raise CassetteError(
@@ -193,8 +245,8 @@ def _parse(text: str, source_name: str) -> tuple[Any, CassetteSource, bool]:
         raise CassetteError(source_name, f"nests its data too deeply to be a cassette; {_RESTORE}.") from None
 
 
-def _check_end_line(text: str, source_name: str) -> None:
-    if not text.rstrip().endswith(_FOOTER.strip()):
+def _check_end_line(source: Source, source_name: str) -> None:
+    if not source.stripped_tail().endswith(_FOOTER.strip()):
         raise CassetteError(
             source_name,
             f"is truncated: it does not end with the line {_FOOTER.strip()!r} that ends every agent-replay "

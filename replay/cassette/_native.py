@@ -8,8 +8,9 @@ first use (a new turn appends at the end, so a re-recorded session diffs where i
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
@@ -17,16 +18,27 @@ from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, 
 from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, route_key
 from replay.cassette.interaction import (
     BodyKind,
+    EncodedEvents,
     FaultKind,
     Interaction,
     RecordedFault,
     RecordedRequest,
     RecordedResponse,
     SseEvent,
+    encoded_event,
+    encoded_events,
+    encoded_events_from_chunks,
 )
 from replay.storage.strict_yaml import FlowMap
 
-__all__ = ["FORMAT_MARKER", "decode_native", "encode_native"]
+__all__ = [
+    "FORMAT_MARKER",
+    "compact_interaction",
+    "compiled_line",
+    "decode_native",
+    "encode_native",
+    "interaction_from_line",
+]
 
 FORMAT_MARKER = "agent_replay_cassette"
 
@@ -34,6 +46,8 @@ _TOP_KEYS = (FORMAT_MARKER, "recorded_paths", "metadata", "content", "interactio
 _REQUEST_KEYS = ("method", "uri", "fingerprint", "headers", "body")
 _RESPONSE_KEYS = ("status", "headers", "kind", "body", "events", "fault")
 _FAULT_KEYS = ("kind", "after_events", "after_bytes")
+_EVENT_KEYS = frozenset(("event", "data"))
+_SHARED_LENGTH = 160  # characters: a URI or a header value is shared, a message is not
 # An event whose data is at most this long in JSON, on one line, is written on one line.
 _ONE_LINE_EVENT = 160
 
@@ -136,13 +150,22 @@ def decode_native(
     json_data: bool = False,
     compiled: bool = False,
     fingerprints: list[str] | None = None,
+    compiled_lines: list[str] | None = None,
+    interactions: Iterable[Any] | None = None,
+    count: int | None = None,
 ) -> Cassette:
     """The cassette in ``document``, its format version already checked. Raises `FormatProblem`.
 
     ``json_data``: the document is known to hold JSON values only (no check for bytes or
     non-string keys). ``compiled``: it is a compiled copy, whose content keys were checked when
     it was compiled. ``fingerprints``: each interaction's fingerprint, computed and checked
-    against the stored ones when it was compiled (used when there is one per interaction)."""
+    against the stored ones when it was compiled (used when there is one per interaction).
+    ``compiled_lines``: each decoded interaction's line of a compiled copy is appended to it.
+    ``interactions``: the raw interactions, one at a time, instead of the document's list
+    (``count`` says how many there should be, for ``fingerprints``).
+
+    Each interaction of the document is dropped from it once decoded (the caller's document is
+    consumed): the raw and the decoded cassette never both exist whole."""
     _check_keys(document, _TOP_KEYS, "the top level")
     recorded_paths = _mapping(document.get("recorded_paths", {}), "recorded_paths")
     for key, value in recorded_paths.items():
@@ -156,27 +179,34 @@ def decode_native(
         for key, value in table.items():
             _check_data(value, f"content[{key}]")
     reader = ContentReader(table, keys_checked=compiled)
-    raw_interactions = document.get("interactions", [])
-    if not isinstance(raw_interactions, list):
+    raw_interactions: Iterable[Any] = document.get("interactions", []) if interactions is None else interactions
+    if interactions is None and not isinstance(raw_interactions, list):
         raise FormatProblem("interactions", "must be a list")
-    known = fingerprints if fingerprints is not None and len(fingerprints) == len(raw_interactions) else None
+    if count is None and isinstance(raw_interactions, list):
+        count = len(raw_interactions)
+    known = fingerprints if fingerprints is not None and len(fingerprints) == count else None
     normalizer = normalizer_for(dict(recorded_paths))
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
+    shared = _Shared()
     for index, raw in enumerate(raw_interactions):
         where = f"interactions[{index}]"
         raw = _mapping(raw, where)
         _check_keys(raw, ("request", "response"), where)
         request, stored = _decode_request(
-            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data
+            index, _mapping(raw.get("request"), f"{where}.request"), reader, where, json_data, shared
         )
-        if known is not None:
+        if known is not None and index < len(known):
             computed = known[index]
         else:
             computed = fingerprint(request.method, request.path, request.body, normalizer=normalizer)
             _check_stored(stored, computed, request, normalizer, where)
-        interactions.append(Interaction(request, _decode_response(raw, where, json_data)))
+        interactions.append(Interaction(request, _decode_response(raw, where, json_data, shared)))
         computed_fingerprints.append(computed)
+        if compiled_lines is not None:
+            compiled_lines.append(compiled_line(raw))
+        if isinstance(raw_interactions, list):
+            raw_interactions[index] = None
     return Cassette(
         interactions=interactions,
         recorded_paths=dict(recorded_paths),
@@ -206,7 +236,12 @@ def _stored_before_query_normalizing(stored: str, request: RecordedRequest, norm
 
 
 def _decode_request(
-    index: int, raw: Mapping[str, Any], reader: ContentReader, where: str, json_data: bool
+    index: int,
+    raw: Mapping[str, Any],
+    reader: ContentReader,
+    where: str,
+    json_data: bool,
+    shared: _Shared,
 ) -> tuple[RecordedRequest, str | None]:
     where = f"{where}.request"
     _check_keys(raw, _REQUEST_KEYS, where)
@@ -215,15 +250,18 @@ def _decode_request(
     stored = raw.get("fingerprint")
     if stored is not None and not isinstance(stored, str):
         raise FormatProblem(f"{where}.fingerprint", "must be a hex string")
-    headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
+    headers = shared.headers(_str_mapping(raw.get("headers", {}), f"{where}.headers"))
     body = raw.get("body")
     if not json_data:
         _check_data(body, f"{where}.body")
     body = reader.decode_body(index, body, f"{where}.body")
-    return RecordedRequest(method=method, uri=uri, headers=headers, body=body), stored
+    if type(body) is dict:  # its keys and short values (the model's name) are the same in every request
+        body = {shared.string(key): shared.string(value) for key, value in body.items()}
+    request = RecordedRequest(method=shared.string(method), uri=shared.string(uri), headers=headers, body=body)
+    return request, stored
 
 
-def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool) -> RecordedResponse:
+def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool, shared: _Shared) -> RecordedResponse:
     where = f"{where}.response"
     raw = _mapping(interaction.get("response"), where)
     _check_keys(raw, _RESPONSE_KEYS, where)
@@ -237,6 +275,7 @@ def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool
         )
     headers = _str_mapping(raw.get("headers", {}), f"{where}.headers")
     _check_decoded(headers, f"{where}.headers")
+    headers = {shared.string(name): shared.string(value) for name, value in headers.items()}
     try:
         kind = BodyKind(raw.get("kind", "empty"))
     except ValueError:
@@ -246,8 +285,11 @@ def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool
     if kind is BodyKind.SSE:
         if "body" in raw:
             raise FormatProblem(where, "an sse response keeps its body as events:, not body:")
-        events = _list(raw, "events", where)
-        body = [_decode_event(event, f"{where}.events[{n}]", json_data) for n, event in enumerate(events)]
+        body = raw.get("events", [])
+        if type(body) is not EncodedEvents:  # else `compact_interaction` checked and encoded them
+            events = _list(raw, "events", where)
+            decoded = [_decode_event(event, f"{where}.events[{n}]", json_data) for n, event in enumerate(events)]
+            body = encoded_events(decoded) or decoded
     else:
         if "events" in raw:
             raise FormatProblem(where, f"only an sse response has events:, and this one is {kind.value}")
@@ -259,6 +301,59 @@ def _decode_response(interaction: Mapping[str, Any], where: str, json_data: bool
         if kind in (BodyKind.TEXT, BodyKind.BINARY) and not isinstance(body, str):
             raise FormatProblem(f"{where}.body", f"a {kind.value} body must be a string")
     return RecordedResponse(status=status, headers=headers, kind=kind, body=body, fault=fault)
+
+
+def compiled_line(raw: Mapping[str, Any]) -> str:
+    """A checked interaction as JSON (a compiled copy's line): as in the document, but for
+    encoded events, which are written as ``{"$chunks": [text, ...]}``."""
+    response = raw["response"]
+    events = response.get("events")
+    if type(events) is EncodedEvents:
+        response = {**response, "events": {"$chunks": [chunk.decode("utf-8") for chunk in events.chunks]}}
+    return json.dumps({**raw, "response": response}, ensure_ascii=False, separators=(",", ":"))
+
+
+def interaction_from_line(line: bytes) -> dict[str, Any]:
+    """A compiled copy's line as the raw interaction `decode_native` reads. Raises
+    `FormatProblem` (or ValueError) when it is not one `compiled_line` writes."""
+    raw = json.loads(line)
+    response = raw.get("response") if type(raw) is dict else None
+    events = response.get("events") if type(response) is dict else None
+    if type(events) is dict:
+        chunks = events.get("$chunks")
+        encoded = (
+            encoded_events_from_chunks([c.encode("utf-8") for c in chunks if type(c) is str])
+            if type(chunks) is list and len(events) == 1
+            else None
+        )
+        if encoded is None or len(encoded.chunks) != len(chunks):
+            raise FormatProblem("a compiled copy", "its events are not encoded events")
+        response["events"] = encoded
+    return raw
+
+
+def compact_interaction(raw: dict[str, Any]) -> dict[str, Any]:
+    """An interaction of a document being parsed (plain JSON data), with its response's events
+    as `EncodedEvents` when they are valid and read back exactly (else left for `decode_native`
+    to decode, or to report). Called as each interaction is parsed, so that the parsed events
+    of the whole cassette never exist at once."""
+    response = raw.get("response")
+    if type(response) is not dict or response.get("kind") != BodyKind.SSE.value:
+        return raw
+    events = response.get("events")
+    if type(events) is not list:
+        return raw
+    chunks = []
+    for event in events:
+        # What `_decode_event` accepts, then what `encoded_event` can encode exactly.
+        if type(event) is not dict or not event.keys() <= _EVENT_KEYS:
+            return raw
+        chunk = encoded_event(event.get("event"), event.get("data", ""))
+        if chunk is None:
+            return raw
+        chunks.append(chunk)
+    response["events"] = EncodedEvents(tuple(chunks))
+    return raw
 
 
 def _decode_event(raw: Any, where: str, json_data: bool) -> SseEvent:
@@ -288,6 +383,29 @@ def _decode_fault(raw: Any, where: str) -> RecordedFault:
             raise FormatProblem(f"{where}.{key}", "must be a non-negative integer")
         counts[key] = value
     return RecordedFault(kind=kind, **counts)
+
+
+class _Shared:
+    """One object per distinct short string and per distinct request headers while a cassette
+    is decoded: a compiled copy's lines are parsed one at a time, so without this each request
+    would hold its own "POST", URI, header names and body keys."""
+
+    def __init__(self) -> None:
+        self._strings: dict[str, str] = {}
+        self._headers: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+    def string(self, value: Any) -> Any:
+        if type(value) is str and len(value) <= _SHARED_LENGTH:
+            return self._strings.setdefault(value, value)
+        return value
+
+    def headers(self, headers: dict[str, str]) -> dict[str, str]:
+        # Equal request headers are one dict: every request of a session sends the same.
+        key = tuple(headers.items())
+        found = self._headers.get(key)
+        if found is None:
+            found = self._headers[key] = {self.string(k): self.string(v) for k, v in key}
+        return found
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,20 +4,26 @@ Requests keep their JSON body as data (so a review diff reads like the request) 
 keep server-sent events as a list of ``(event, data)`` pairs. ``RecordedResponse.chunks()``
 turns a response back into the bytes a client reads, one chunk per event, and a recorded fault
 (a connection dropped mid-body) is part of the response, so a replay fails at the same place.
+
+A loaded cassette keeps an event stream as those bytes (`EncodedEvents`) and parses it into
+events only when ``body`` is read: a replay never reads it, and parsed events cost several
+times their text in memory.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 __all__ = [
     "BodyKind",
+    "EncodedEvents",
     "FaultKind",
     "Interaction",
     "RecordedFault",
@@ -25,6 +31,8 @@ __all__ = [
     "RecordedResponse",
     "SseEvent",
     "encode_sse_event",
+    "encoded_event",
+    "encoded_events",
     "parse_sse",
 ]
 
@@ -87,6 +95,38 @@ class RecordedRequest:
         return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedEvents:
+    """An event stream as the chunks a client reads, one per event (`encode_sse_event`), given
+    as a response's ``body``: it becomes its list of `SseEvent` at the first read of ``body``.
+    Made by `encoded_events`, which only makes one when the events read back exactly."""
+
+    chunks: tuple[bytes, ...]
+
+    def events(self) -> list[SseEvent]:
+        return [_decode_chunk(chunk) for chunk in self.chunks]
+
+
+class _EventsOnRead:
+    """The descriptor behind `RecordedResponse.body`: `EncodedEvents` given to it are parsed at
+    the first read, then kept (see `_ParsedOnRead` in transport.py for the same idea)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return None  # the dataclass field's default
+        value = instance.__dict__[self._slot]
+        if type(value) is EncodedEvents:
+            value = instance.__dict__[self._slot] = value.events()
+        return value
+
+    def __set__(self, instance: object, value: Any) -> None:
+        # The dataclass passes the descriptor itself when no body is given.
+        instance.__dict__[self._slot] = None if isinstance(value, _EventsOnRead) else value
+
+
 @dataclass(frozen=True, kw_only=True)
 class RecordedResponse:
     """A response as received, and the fault that cut it short, if any."""
@@ -94,8 +134,9 @@ class RecordedResponse:
     status: int
     headers: Mapping[str, str] = field(default_factory=dict)
     kind: BodyKind = BodyKind.EMPTY
-    # list[SseEvent] for SSE, the JSON value, the text, or base64 text for binary.
-    body: Any = None
+    # list[SseEvent] for SSE (given as `EncodedEvents` by the loader, parsed when read), the
+    # JSON value, the text, or base64 text for binary.
+    body: Any = field(default=_EventsOnRead())
     fault: RecordedFault | None = None
     # The chunks a client reads, encoded at the first replay and kept: a response is replayed
     # as often as it is requested, and encoding its events is most of a replay's own cost.
@@ -113,28 +154,35 @@ class RecordedResponse:
         cut is applied: only what arrived before it is returned."""
         chunks = self._chunks
         if chunks is None:
-            chunks = tuple(self._encode_chunks())
+            chunks = self._encode_chunks()
             # Frozen: the cache is the one field set after construction (``replace`` resets it).
             object.__setattr__(self, "_chunks", chunks)
         return list(chunks)
 
-    def _encode_chunks(self) -> list[bytes]:
+    def _all_chunks(self) -> tuple[bytes, ...]:
+        # Every event's chunk, from the encoded events when the body was never parsed.
+        raw = self.__dict__["_body"]
+        if type(raw) is EncodedEvents:
+            return raw.chunks
+        return tuple(encode_sse_event(e) for e in self.body)
+
+    def _encode_chunks(self) -> tuple[bytes, ...]:
         if self.kind is BodyKind.SSE:
-            chunks = [encode_sse_event(e) for e in self.body]
+            chunks = self._all_chunks()
             if self.fault is not None and self.fault.after_events is not None:
                 chunks = chunks[: self.fault.after_events]
             return chunks
         data = self.body_bytes()
         if self.fault is not None and self.fault.after_bytes is not None:
             data = data[: self.fault.after_bytes]
-        return [data] if data else []
+        return (data,) if data else ()
 
     def body_bytes(self) -> bytes:
         """The whole body (ignoring any fault)."""
         if self.kind is BodyKind.EMPTY:
             return b""
         if self.kind is BodyKind.SSE:
-            return b"".join(encode_sse_event(e) for e in self.body)
+            return b"".join(self._all_chunks())
         if self.kind is BodyKind.JSON:
             return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if self.kind is BodyKind.TEXT:
@@ -152,12 +200,66 @@ class Interaction:
 
 def encode_sse_event(event: SseEvent) -> bytes:
     """``event: X\\ndata: ...\\n\\n`` — always with the ``event:`` line, which the SDK needs."""
-    data = (
-        event.data if isinstance(event.data, str) else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
-    )
+    data = event.data if isinstance(event.data, str) else _COMPACT.encode(event.data)
     lines = [f"event: {event.event}"] if event.event is not None else []
     lines.extend(f"data: {line}" for line in data.split("\n"))
     return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+# What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on every call.
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# A chunk `encode_sse_event` writes for data that is a JSON object or array (compact JSON holds
+# no line break): what `encoded_events` accepts, and all that `_decode_chunk` has to read.
+_ONE_LINE_EVENT: Final = re.compile(rb"(?:event: ([^\n\r]*)\n)?data: ([\[{][^\n\r]*)\n\n")
+
+
+def encoded_event(name: Any, data: Any) -> bytes | None:
+    """`encode_sse_event` of the event ``name``, ``data`` when it reads back as the same event
+    (`EncodedEvents`), else None: data that is a JSON object or array (read back parsed), a name
+    that is None or a string without line breaks — every event the API sends."""
+    if type(data) is not dict and type(data) is not list:
+        return None
+    if name is not None and (type(name) is not str or "\n" in name or "\r" in name):
+        return None
+    text = f"data: {_COMPACT.encode(data)}\n\n" if name is None else f"event: {name}\ndata: {_COMPACT.encode(data)}\n\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: left as events, as ever
+        return None
+
+
+def encoded_events(events: Sequence[SseEvent]) -> EncodedEvents | None:
+    """``events`` as `EncodedEvents`, or None when one of them would not read back the same
+    (`encoded_event`)."""
+    chunks = []
+    for event in events:
+        chunk = encoded_event(event.event, event.data)
+        if chunk is None:
+            return None
+        chunks.append(chunk)
+    return EncodedEvents(tuple(chunks))
+
+
+def encoded_events_from_chunks(chunks: Sequence[bytes]) -> EncodedEvents | None:
+    """`EncodedEvents` of chunks given as they are (a compiled copy's), or None unless each is
+    a chunk `encoded_events` could have made."""
+    for chunk in chunks:
+        if type(chunk) is not bytes or _ONE_LINE_EVENT.fullmatch(chunk) is None:
+            return None
+    return EncodedEvents(tuple(chunks))
+
+
+def _decode_chunk(chunk: bytes) -> SseEvent:
+    found = _ONE_LINE_EVENT.fullmatch(chunk)
+    if found is None:  # only `encoded_events_from_chunks` makes these: never happens
+        raise ValueError(f"not an encoded event: {chunk[:60]!r}")
+    name = found.group(1)
+    text = found.group(2).decode("utf-8")
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = text
+    return SseEvent(None if name is None else name.decode("utf-8"), data)
 
 
 def parse_sse(body: bytes) -> list[SseEvent] | None:

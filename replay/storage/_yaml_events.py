@@ -15,7 +15,8 @@ own implicit resolvers and constructors, so both paths give the same data.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import IO, Any, Final
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -49,15 +50,24 @@ class Unusual(Exception):
     """The text holds something the lean path leaves to the full loader."""
 
 
-def construct_plain(text: str, resolvers: dict[Any, list[tuple[str, Any]]]) -> Any:
-    """The one document in ``text``, built from events, made only of JSON values (string keys);
-    ``resolvers`` are the full loader's implicit resolvers. Raises `Unusual` for anything it
-    does not handle, or any parse error."""
+# A top-level key, and what each mapping in the list under it becomes as soon as it is built.
+ItemHook = tuple[str, Callable[[dict[str, Any]], Any]]
+
+
+def construct_plain(
+    text: str | bytes | IO[bytes], resolvers: dict[Any, list[tuple[str, Any]]], items: ItemHook | None = None
+) -> Any:
+    """The one document in ``text`` (str, UTF-8 bytes, or a binary file libyaml reads as it goes),
+    built from events, made only of JSON values (string keys); ``resolvers`` are the full
+    loader's implicit resolvers. ``items``: each mapping in the list under that top-level key
+    is handed to the function as soon as it is complete, and what it returns is kept instead
+    (so the whole document as plain data never exists at once). Raises `Unusual` for anything
+    it does not handle, or any parse error."""
     if CParser is None:
         raise Unusual
     parser = CParser(text)
     try:
-        return _build(parser, _Scalars(resolvers))
+        return _build(parser, _Scalars(resolvers), items)
     except yaml.YAMLError:
         raise Unusual from None
     finally:
@@ -99,7 +109,7 @@ _MISSING: Final = object()
 _SHARED_LENGTH: Final = 48
 
 
-def _build(parser: Any, scalars: _Scalars) -> Any:
+def _build(parser: Any, scalars: _Scalars, items: ItemHook | None) -> Any:
     get = parser.get_event
     if type(get()) is not StreamStartEvent:
         raise Unusual
@@ -112,16 +122,27 @@ def _build(parser: Any, scalars: _Scalars) -> Any:
     stack: list[list[Any]] = []
     root: Any = _MISSING
     # One str object per distinct key or short value: a cassette repeats "type", "text_delta"
-    # and their like thousands of times, and each copy would cost 50-100 bytes.
+    # and their like thousands of times, and each copy would cost 50-100 bytes. ``plain``: what
+    # each short plain scalar resolved to, so a repeated one is one lookup.
     shared: dict[str, str] = {}
+    plain: dict[str, Any] = {}
     while True:
         event = get()
         kind = type(event)
         if kind is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise Unusual
-            value: Any = scalars.plain(event.value) if event.implicit[0] else event.value
-            if type(value) is str and len(value) <= _SHARED_LENGTH:
+            value: Any = event.value
+            if len(value) > _SHARED_LENGTH:
+                if event.implicit[0]:
+                    value = scalars.plain(value)
+            elif event.implicit[0]:
+                known = plain.get(value, _MISSING)
+                if known is _MISSING:
+                    resolved = scalars.plain(value)
+                    known = plain[value] = shared.setdefault(value, value) if type(resolved) is str else resolved
+                value = known
+            else:
                 value = shared.setdefault(value, value)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
@@ -130,6 +151,9 @@ def _build(parser: Any, scalars: _Scalars) -> Any:
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
             value = stack.pop()[0]
+            # An item of the top-level list under the hook's key: [root mapping, that list].
+            if items is not None and len(stack) == 2 and kind is MappingEndEvent and stack[0][1] == items[0]:
+                value = items[1](value)
         elif kind is DocumentEndEvent:
             break
         else:  # an alias, or something unexpected

@@ -11,14 +11,15 @@ anchor, and keeps the key order it is given: callers sort.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import IO, Any, Final
 
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from replay.storage._yaml_events import Unusual, construct_plain
+from replay.storage._yaml_events import ItemHook, Unusual, construct_plain
 
 __all__ = [
     "AliasRefusedError",
@@ -123,16 +124,26 @@ def load_yaml(text: str) -> Any:
     return load_yaml_data(text)[0]
 
 
-def load_yaml_data(text: str) -> tuple[Any, bool]:
+def load_yaml_data(
+    text: str | bytes | IO[bytes], items: ItemHook | None = None, *, whole_text: Callable[[], str] | None = None
+) -> tuple[Any, bool]:
     """`load_yaml`, and whether the data is known to hold JSON values only (string keys, no
-    bytes): true when the lean path built it."""
+    bytes): true when the lean path built it, and then ``items`` (see `construct_plain`) was
+    applied. ``text`` may be UTF-8 bytes, or a binary file libyaml reads as it parses (no copy
+    of a large file in memory); the full loader then reads ``whole_text()``."""
     # The lean path builds the data straight from the parser's events; whatever it leaves
     # (tags, anchors, other keys, repeated keys, errors) the full loader reads, accepts or
     # refuses as ever.
     try:
-        return construct_plain(text, _DataLoader.yaml_implicit_resolvers), True
+        return construct_plain(text, _DataLoader.yaml_implicit_resolvers, items), True
     except Unusual:
         pass
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # the full loader's marks and messages, as for text
+    elif not isinstance(text, str):
+        if whole_text is None:
+            raise TypeError("a file to load needs whole_text for the full loader")
+        text = whole_text()
     loader = _DataLoader(text)
     try:
         return loader.get_single_data(), False

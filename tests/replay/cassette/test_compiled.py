@@ -113,10 +113,9 @@ def test_a_copy_made_for_other_text_or_by_other_code_is_not_used(
 ) -> None:
     expected = load_cassette(cassette_path)
     copy = copy_of(cassette_path, cache_dir)
-    lie = json.loads(copy.read_bytes().partition(b"\n")[2])
-    lie["interactions"] = lie["interactions"][:1]
+    lie = b"\n".join(copy.read_bytes().split(b"\n")[1:3])  # the document's head and its first interaction
     for stale in ("source_sha256", "code", "compiled_format"):
-        rewrite_copy(copy, lambda header, key=stale: header.__setitem__(key, "other"), json.dumps(lie).encode())
+        rewrite_copy(copy, lambda header, key=stale: header.__setitem__(key, "other"), lie)
         assert_same(load_cassette(cassette_path), expected)
 
 
@@ -140,17 +139,46 @@ def test_a_damaged_copy_is_ignored_and_the_yaml_read(
     assert_same(load_cassette(cassette_path), expected)
 
 
+HEAD = b'{"agent_replay_cassette": 1}'
+REQUEST = b'"request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages"}'
+
+
+def with_events(events: bytes) -> bytes:
+    return HEAD + b"\n{" + REQUEST + b', "response": {"status": 200, "kind": "sse", "events": ' + events + b"}}"
+
+
 @pytest.mark.parametrize(
     "payload",
     [
+        HEAD + b'\n{"request": 5}',
+        HEAD + b"\n\n",
         b'{"agent_replay_cassette": 1, "interactions": [{"request": 5}]}',
-        b'{"agent_replay_cassette": 1, "interactions": "not a list"}',
         b'{"agent_replay_cassette": 2}',
         b"[]",
         b'"text"',
         b"[" * 100_000 + b"]" * 100_000,
+        HEAD + b"\n" + b"[" * 100_000 + b"]" * 100_000,
+        with_events(b'{"$chunks": ["event: ping\\ndata: not json\\n\\n"]}'),
+        with_events(b'{"$chunks": ["data: {}\\n\\nevent: two in one\\ndata: {}\\n\\n"]}'),
+        with_events(b'{"$chunks": [5]}'),
+        with_events(b'{"$chunks": "data: {}\\n\\n"}'),
+        with_events(b'{"$chunks": [], "$more": 1}'),
     ],
-    ids=["bad-request", "bad-interactions", "other-version", "list", "string", "deep"],
+    ids=[
+        "bad-request",
+        "empty-line",
+        "interactions-in-the-head",
+        "other-version",
+        "list",
+        "string",
+        "deep",
+        "deep-interaction",
+        "chunk-not-an-encoded-event",
+        "two-events-in-one-chunk",
+        "chunk-not-text",
+        "chunks-not-a-list",
+        "chunks-and-more",
+    ],
 )
 def test_a_hostile_copy_with_a_right_checksum_falls_back_to_the_yaml_without_an_error(
     payload: bytes, cassette_path: Path, cache_dir: Path
@@ -158,6 +186,23 @@ def test_a_hostile_copy_with_a_right_checksum_falls_back_to_the_yaml_without_an_
     expected = load_cassette(cassette_path)
     rewrite_copy(copy_of(cassette_path, cache_dir), payload=payload)
     assert_same(load_cassette(cassette_path), expected)
+
+
+@pytest.mark.parametrize("count", [3, 5, -1, "4"])
+def test_a_copy_whose_header_miscounts_its_interactions_is_not_used(
+    count: object, cassette_path: Path, cache_dir: Path
+) -> None:
+    expected = load_cassette(cassette_path)
+    rewrite_copy(copy_of(cassette_path, cache_dir), lambda header: header.__setitem__("interactions", count))
+    assert_same(load_cassette(cassette_path), expected)
+
+
+def test_a_copy_holds_each_event_stream_as_the_chunks_a_client_reads(cassette_path: Path, cache_dir: Path) -> None:
+    expected = load_cassette(cassette_path)
+    lines = copy_of(cassette_path, cache_dir).read_bytes().split(b"\n")
+    assert len(lines) == 2 + len(expected.interactions)  # the header, the document's head, one per interaction
+    first = json.loads(lines[2])
+    assert first["response"]["events"] == {"$chunks": [c.decode() for c in expected.interactions[0].response.chunks()]}
 
 
 def test_fingerprints_computed_under_another_home_are_recomputed(

@@ -145,3 +145,45 @@ def test_keys_that_are_not_strings_still_load_and_are_not_called_json_data() -> 
         False,
     )
     assert load_yaml_data("a: 1\n") == ({"a": 1}, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bytes, files, and items handed over as they are built
+
+
+DOCUMENT = "top: 1\nitems:\n- {a: 1, b: [x, y]}\n- {a: 2}\ntail: end\n"
+
+
+def test_bytes_and_a_binary_file_load_as_the_text_does(tmp_path: Path) -> None:
+    path = tmp_path / "doc.yaml"
+    path.write_text(DOCUMENT, encoding="utf-8")
+    expected = load_yaml_data(DOCUMENT)
+    assert load_yaml_data(DOCUMENT.encode()) == expected
+    with path.open("rb") as handle:
+        assert load_yaml_data(handle, whole_text=lambda: DOCUMENT) == expected
+
+
+def test_each_item_of_the_named_list_is_handed_over_as_soon_as_it_is_built() -> None:
+    seen: list[object] = []
+
+    def compact(item: dict[str, object]) -> object:
+        seen.append(dict(item))
+        return item["a"]
+
+    data, json_only = load_yaml_data(DOCUMENT, items=("items", compact))
+    assert json_only and data == {"top": 1, "items": [1, 2], "tail": "end"}
+    assert seen == [{"a": 1, "b": ["x", "y"]}, {"a": 2}]
+
+
+def test_items_are_left_alone_where_the_full_loader_reads_the_document() -> None:
+    unusual = DOCUMENT + "tagged: !!str 5\n"  # a tag: the full loader's
+    data, json_only = load_yaml_data(unusual, items=("items", lambda item: "compacted"))
+    assert not json_only and data["items"] == [{"a": 1, "b": ["x", "y"]}, {"a": 2}]
+
+
+def test_a_file_the_full_loader_must_read_is_read_again_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "doc.yaml"
+    unusual = DOCUMENT + "tagged: !!str 5\n"
+    path.write_text(unusual, encoding="utf-8")
+    with path.open("rb") as handle:
+        assert load_yaml_data(handle, whole_text=lambda: unusual) == (full_loader(unusual), False)
