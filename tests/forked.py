@@ -206,7 +206,7 @@ def _descriptors(streams: tuple[int, int, int], keep: Sequence[int]) -> None:
         if fd != -1 and fd != number:
             os.dup2(fd, number)
     devnull = os.open(os.devnull, os.O_RDWR)
-    for name in os.listdir("/proc/self/fd"):
+    for name in os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"):
         fd = int(name)
         if fd > 2 and fd != devnull and fd not in keep:
             try:
