@@ -14,6 +14,7 @@ from typing import Any
 from engine import EngineSettings
 from replay.fake.scenario import Scenario
 from replay.session.recording import record_bundle
+from tests import forked
 
 DONE = {"content": [{"text": "Done."}]}
 SUMMARY = {"content": [{"text": "Summary: we listed the files."}]}
@@ -93,8 +94,9 @@ with bundle_write_lock(Path(sys.argv[1])):
 
 @contextmanager
 def held_by_another_process(bundle: Path) -> Iterator[int]:
-    """Another process holds the writer lock of ``bundle`` for the block; gives its pid."""
-    holder = subprocess.Popen(
+    """Another process (forked from this one) holds the writer lock of ``bundle`` for the block;
+    gives its pid."""
+    holder = forked.Popen(
         [sys.executable, "-c", _HOLDER, str(bundle)],
         cwd=Path(__file__).resolve().parents[2],
         stdin=subprocess.PIPE,

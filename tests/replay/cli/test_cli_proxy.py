@@ -25,6 +25,7 @@ from replay.fake.scenario import Scenario
 from replay.fake.scenario_writer import scenario_to_document
 from replay.fake.server import FakeModelServer
 from replay.storage.strict_yaml import dump_yaml
+from tests import forked
 from tests.replay.bundle_helpers import assert_bad_input
 from tests.replay.proxy.helpers import SHOUTING, agent_environment, run_agent
 
@@ -34,8 +35,9 @@ FINGERPRINT_LINE = r"[0-9a-f]{12} POST /v1/messages (recorded|match|miss) \d{3} 
 
 @contextmanager
 def replay_process(*arguments: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``replay ARGUMENTS`` in a process of its own, and the first line it printed on stdout."""
-    process = subprocess.Popen(
+    """``replay ARGUMENTS`` in a process of its own (forked: see ``tests.forked``), and the first line
+    it printed on stdout."""
+    process = forked.Popen(
         [sys.executable, "-c", "from replay.cli.app import app; app()", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

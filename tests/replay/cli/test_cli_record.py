@@ -20,6 +20,7 @@ from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
 from replay.fake.server import FakeModelServer
 from replay.session.demo import DEMO_DIR
+from tests import forked
 from tests.replay.bundle_helpers import assert_bad_input
 
 runner = CliRunner()
@@ -167,7 +168,7 @@ def test_serve_refuses_a_broken_scenario_and_a_remote_host(tmp_path: Path, scena
 
 def test_serve_prints_its_url_answers_the_sdk_and_stops_cleanly_on_ctrl_c(scenario: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    process = subprocess.Popen(
+    process = forked.Popen(
         [sys.executable, "-c", "from replay.cli.app import app; app()", "serve", "--scenario", str(scenario)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

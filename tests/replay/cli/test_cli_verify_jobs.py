@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replay.cli.app import app
+from tests import forked
 from tests.replay.bundle_helpers import assert_bad_input
 
 LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
@@ -92,7 +93,7 @@ def test_stopping_verify_leaves_no_worker_behind(stop: signal.Signals) -> None:
     # The long session replays for seconds: long enough to find both workers at it.
     bundles = [str(LIBRARY / "long-session-crosses-autocompact-twice"), str(LIBRARY / "demo")]
     env = {**os.environ, "PYTHONPATH": str(LIBRARY.parent)}
-    verify = subprocess.Popen(
+    verify = forked.Popen(
         [sys.executable, "-m", "replay.cli", "verify", *bundles, "--jobs", "2"],
         cwd=LIBRARY.parent,
         env=env,

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from replay.fake.scenario import Scenario
+from tests import forked
 
 AGENT = Path(__file__).with_name("agent.py")
 MODEL = "claude-sonnet-4-6"
@@ -35,7 +36,7 @@ def agent_environment(base_url: str, api_key: str = "sk-ant-test") -> dict[str, 
 
 
 def run_agent(base_url: str, prompt: str, *, api_key: str = "sk-ant-test") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forked.run(
         [sys.executable, str(AGENT), prompt],
         env=agent_environment(base_url, api_key),
         capture_output=True,

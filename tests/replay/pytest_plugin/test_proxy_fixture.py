@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests import forked
+
 CONFTEST = """\
 import os
 
@@ -74,7 +76,7 @@ def test_replay_proxy_records_once_replays_offline_and_fails_a_changed_prompt_wi
     kept = cassette.read_bytes()
     replayed = agent_project.runpytest_inprocess("-k", "my_agent")
     monkeypatch.setenv("PROMPT", "Say goodbye")
-    changed = agent_project.runpytest_subprocess(timeout=180)
+    changed = forked.runpytest(agent_project, timeout=180)
 
     recorded.assert_outcomes(passed=1, deselected=1)
     replayed.assert_outcomes(passed=1, deselected=1)

@@ -1,8 +1,8 @@
 """The pytest plugin, specified through tiny projects run by pytest (the plugin is loaded through
 its ``pytest11`` entry point, as in any project that installs agent-replay).
 
-Each test runs a project through several steps, in this process where it can (a subprocess costs
-about 2 s of imports a run)."""
+Each test runs a project through several steps, in this process where it can, else in a process
+forked from it (a new interpreter costs about 2 s of imports a run)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from replay.fake.scenario import Scenario
 from replay.pytest_plugin import NetworkGuard, locate_cassette
 from replay.schema.options import SessionOptions
 from replay.session.recording import record_bundle
+from tests import forked
 from tests.replay.bundle_helpers import held_by_another_process
 
 PROMPT = "Review notes.md"
@@ -100,8 +101,9 @@ def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def run_in_subprocess(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A run in a pytest subprocess, as ``-n 2`` needs, and a test whose own loop is running."""
-    return project.runpytest_subprocess(*args, timeout=180)
+    """A run in a pytest process of its own, as ``-n 2`` needs, and a test whose own loop is
+    running (forked from this one: see ``tests.forked``)."""
+    return forked.runpytest(project, *args, timeout=180)
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Crash safety: a recording killed with SIGKILL at any point loses nothing it had written.
 
-Real processes, really killed. A helper process imports the engine once and forks one child per
-recording (so a run costs its recording, not an interpreter start); the helper kills the child
-with SIGKILL after a seeded random delay, or at a chosen system call, and reports how it ended.
+Real processes, really killed. A helper process (itself forked from the test process, see
+``tests.forked``) forks one child per recording (so a run costs its recording, not an interpreter
+start); the helper kills the child with SIGKILL after a seeded random delay, or at a chosen
+system call, and reports how it ended.
 Each recording runs in the same folder, so its files compare byte for byte with those of a run
 left to finish. Afterwards:
 
@@ -49,6 +50,7 @@ from replay.session.bundle import FAKE_SERVER_BASE_URL, PLACEHOLDER_KEY
 from replay.session.recording import record_bundle
 from replay.session.scrub_files import files_below
 from replay.session.verify import find_bundles
+from tests import forked
 
 REPO = Path(__file__).resolve().parents[3]
 SEED = int(os.environ.get("CRASH_SAFETY_SEED", "7"))
@@ -264,7 +266,7 @@ class Killer:
     def __init__(self, temp_folder: Path) -> None:
         # The children's own temp folders (a recorder's scratch folder), which a kill leaves behind.
         self.temp_folder = temp_folder
-        self._process = subprocess.Popen(
+        self._process = forked.Popen(
             [sys.executable, "-c", "from tests.replay.session.test_crash_safety import serve_kills; serve_kills()"],
             cwd=REPO,
             env={**os.environ, "TMPDIR": str(temp_folder)},

@@ -4,12 +4,13 @@ never ends within Read's scan) records without hanging, tells the model why, and
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import yaml
+
+from tests import forked
 
 MAKE_HOSTILE = (
     "mkfifo pipe && truncate -s 3G sparse.img && "
@@ -42,8 +43,8 @@ def test_a_fifo_and_3_gb_files_made_by_bash_are_read_safely_when_recorded_and_re
         )
     )
     bundle = tmp_path / "bundle"
-    # Both in a fresh process with a guard: a blocking open of the FIFO would otherwise hang the
-    # suite for ever instead of failing it.
+    # Both in another process (forked: see ``tests.forked``) with a guard: a blocking open of the
+    # FIFO would otherwise hang the suite for ever instead of failing it.
     script = textwrap.dedent(
         f"""
         import asyncio
@@ -54,7 +55,7 @@ def test_a_fifo_and_3_gb_files_made_by_bash_are_read_safely_when_recorded_and_re
         print(asyncio.run(run_bundle(Path({str(bundle)!r}))).verdict.value)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
+    done = forked.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
 
     assert done.stdout.split() == ["match"]
     results = [

@@ -39,6 +39,7 @@ from replay.session.runner import run_bundle
 from replay.session.verify import MATCH, verify_bundle
 from replay.storage.bundle_lock import reading_generation
 from replay.storage.process_owner import OwnerTag
+from tests import forked
 from tests.replay.bundle_helpers import held_by_another_process
 
 REPO = Path(__file__).resolve().parents[3]
@@ -97,14 +98,14 @@ def scratch(tmp_path: Path) -> Path:
 
 
 class Cli:
-    """``replay`` commands in child processes."""
+    """``replay`` commands in child processes (forked from this one: see ``tests.forked``)."""
 
     def __init__(self, scratch: Path) -> None:
         self.env = {**os.environ, "TMPDIR": str(scratch)}
         self.started: list[subprocess.Popen[str]] = []
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
+        process = forked.Popen(
             [sys.executable, "-m", "replay.cli", *args],
             cwd=REPO,
             env=self.env,
@@ -116,7 +117,7 @@ class Cli:
         return process
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return forked.run(
             [sys.executable, "-m", "replay.cli", *args],
             cwd=REPO,
             env=self.env,
@@ -277,7 +278,7 @@ def test_verify_while_another_process_re_records_the_bundle_never_sees_a_mixed_b
             {"content": [{"text": "Done."}]},
         ],
     )
-    writer = subprocess.Popen(
+    writer = forked.Popen(
         [sys.executable, "-c", WRITER, str(out), str(scenario), str(stop)],
         cwd=REPO,
         env={**os.environ, "TMPDIR": str(scratch)},
