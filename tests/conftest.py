@@ -1,5 +1,6 @@
 """Suite-wide guard: tests never reach the network (loopback is allowed for local servers), nor
-write compiled cassette copies into the user's cache; and the order the slowest files start in."""
+write compiled cassette copies into the user's cache; generated tests draw the same examples every
+run; and the order the slowest files start in."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 
 import httpcore2  # noqa: F401 (imported up front: see below)
 import pytest
+from hypothesis import settings
 
 from replay.network_guard import NetworkGuard
 
@@ -22,6 +24,13 @@ from replay.network_guard import NetworkGuard
 # The plugin's tests run small projects in a pytest subprocess; pytest takes plugins only from the
 # top-level conftest.
 pytest_plugins = ["pytester"]
+
+# Generated tests draw the same examples on every run, with no example database, so a run's outcome
+# never depends on its luck: what one run passes, every run passes. `HYPOTHESIS_PROFILE=long` (see
+# tests/engine/test_properties.py) draws fresh examples instead, to look for new failures.
+settings.register_profile("suite", derandomize=True, database=None)
+if os.environ.get("HYPOTHESIS_PROFILE", "ci") != "long":
+    settings.load_profile("suite")
 
 # Compiled cassette copies go to a folder of this run's (subprocesses inherit it), not to ~/.cache.
 _COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replay.cassette import load_cassette
@@ -90,6 +90,7 @@ _EXTRA = st.dictionaries(st.sampled_from(["model", "system", "tools", "max_token
 
 @settings(max_examples=150, deadline=None)
 @given(history=st.lists(_MESSAGE, min_size=1, max_size=6), extra=_EXTRA, messages_first=st.booleans())
+@example(history=[{"role": "user", "content": "sk-ant-0"}], extra={}, messages_first=True)
 def test_a_growing_history_keys_as_the_reference_path_does(
     history: list[Any], extra: dict[str, Any], messages_first: bool
 ) -> None:
@@ -100,6 +101,10 @@ def test_a_growing_history_keys_as_the_reference_path_does(
         messages = {"messages": history[:length]}
         body = compact({**messages, **extra} if messages_first else {**extra, **messages})
         fast = keys.key(METHOD, PATH, body)
+        if scrub_bytes(body) != body:
+            # A generated string can be a secret ("sk-ant-0"): only the slow path redacts it.
+            assert fast is None
+            continue
         assert fast is not None
         assert (fast.fingerprint, fast.normalized) == reference(body, normalizer)
 
