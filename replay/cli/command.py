@@ -13,6 +13,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer v
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from replay.cli.common import BAD_INPUT, one_line
+from replay.cli.plain_values import convert_plainly
 
 __all__ = ["ReplayCommand", "ReplayGroup", "usage_error_line"]
 
@@ -48,17 +49,20 @@ class _NamesItsCommand:
 
 
 class ReplayCommand(_NamesItsCommand, TyperCommand):
-    """A subcommand: tidy metavars in its help and usage line."""
+    """A subcommand: tidy metavars in its help and usage line; paths and text converted without
+    pydantic (`convert_plainly`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
             _tidy(param)
+            convert_plainly(param)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         if option is not None:
             _tidy(option)
+            convert_plainly(option)
         return option
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
@@ -78,6 +82,7 @@ class ReplayGroup(_NamesItsCommand, TyperGroup):
         option = super().get_help_option(ctx)
         if option is not None:
             _tidy(option)
+            convert_plainly(option)
         return option
 
     def main(

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 __all__ = ["Column", "plain_table", "print_table"]
 
@@ -26,6 +24,10 @@ def print_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, fil
     """Print ``rows`` under ``columns`` on stdout (or ``file``)."""
     out = file if file is not None else sys.stdout
     if out.isatty():
+        # imported here: only a terminal gets rich's table, and every command's start-up skips it
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table(show_edge=False)
         for index, column in enumerate(columns):
             table.add_column(

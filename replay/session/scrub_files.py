@@ -36,7 +36,6 @@ from replay.redact.kinds import SecretKind
 from replay.redact.redactor import current_redactor
 from replay.session.bundle_layout import SESSION_FILE
 from replay.storage.atomic import atomic_write_text
-from replay.storage.bundle_lock import bundle_write_lock, swapping_generation
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
@@ -275,6 +274,9 @@ def _rewriting(path: Path) -> Iterator[None]:
     if bundle is None:
         yield
         return
+    # imported here: `replay scrub --check` never writes, and starts without filelock
+    from replay.storage.bundle_lock import bundle_write_lock, swapping_generation
+
     with bundle_write_lock(bundle), swapping_generation(bundle):
         yield
 
