@@ -72,7 +72,15 @@ def place_message_breakpoint(
     """``messages`` with every earlier mark cleared and one mark on the last content block of
     the last message (the second-to-last with ``skip_cache_write``; none when there is no such
     message). Messages that change are copied; ``messages`` itself is never changed."""
-    placed = [_message_unmarked(m) for m in messages]
+    placed = list(messages)
+    # Inline loops, no call per message: this runs over the whole history on every request.
+    for index, message in enumerate(placed):
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and "cache_control" in block:
+                    placed[index] = _message_unmarked(message)
+                    break
     target = len(placed) - (2 if skip_cache_write else 1)
     if target < 0:
         return placed
