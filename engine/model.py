@@ -84,7 +84,8 @@ class ModelRequest:
             params["tools"] = self.tools
         if self.thinking:
             params["thinking"] = self.thinking
-        check_cache_marks(params)
+        # The messages placing left as they were had no mark: only the copies are counted.
+        check_cache_marks(params, unmarked=self.messages)
         if self.betas:
             params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
         return params

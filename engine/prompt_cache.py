@@ -95,8 +95,10 @@ def place_message_breakpoint(
     return placed
 
 
-def count_cache_marks(params: JsonDict) -> int:
-    """The ``cache_control`` marks in a request body: on tools, system blocks and message blocks."""
+def count_cache_marks(params: JsonDict, *, unmarked: Sequence[JsonDict] = ()) -> int:
+    """The ``cache_control`` marks in a request body: on tools, system blocks and message blocks.
+    A message that is the very object at its position in ``unmarked`` is known to hold none
+    and is not walked (``place_message_breakpoint`` returns a message unchanged only then)."""
     # Plain loops: this runs over the whole history on every request.
     marks = 0
     for tool in params.get("tools") or ():
@@ -107,7 +109,10 @@ def count_cache_marks(params: JsonDict) -> int:
         for block in system:
             if "cache_control" in block:
                 marks += 1
-    for message in params.get("messages") or ():
+    known = len(unmarked)
+    for index, message in enumerate(params.get("messages") or ()):
+        if index < known and message is unmarked[index]:
+            continue
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
@@ -116,9 +121,10 @@ def count_cache_marks(params: JsonDict) -> int:
     return marks
 
 
-def check_cache_marks(params: JsonDict) -> None:
-    """Raise `TooManyCacheMarksError` when ``params`` has more marks than the API accepts."""
-    marks = count_cache_marks(params)
+def check_cache_marks(params: JsonDict, *, unmarked: Sequence[JsonDict] = ()) -> None:
+    """Raise `TooManyCacheMarksError` when ``params`` has more marks than the API accepts
+    (``unmarked`` as for `count_cache_marks`)."""
+    marks = count_cache_marks(params, unmarked=unmarked)
     if marks > MAX_CACHE_MARKS:
         raise TooManyCacheMarksError(
             f"The request has {marks} cache_control marks; the API accepts at most {MAX_CACHE_MARKS}."

@@ -77,7 +77,8 @@ def test_an_input_it_cannot_vouch_for_is_left_to_jsonschema_which_words_the_erro
     grep = next(tool for tool in default_tools() if tool.name == "Grep")
     bad = {"pattern": "def", "output_mode": "lines"}
     assert not plainly_valid(grep.input_schema, bad)
-    assert validation_error(grep, bad) == "'lines' is not one of ['files_with_matches', 'content', 'count'] (at output_mode)"
+    expected = "'lines' is not one of ['files_with_matches', 'content', 'count'] (at output_mode)"
+    assert validation_error(grep, bad) == expected
 
 
 def test_a_schema_changed_in_place_is_read_as_it_is_now() -> None:
