@@ -22,7 +22,19 @@ __all__ = ["ManualClock", "QueryDeps", "SeededUuids", "SystemClock", "format_tim
 
 def format_timestamp(moment: datetime) -> str:
     """ISO-8601 with milliseconds and a ``Z`` suffix, as Claude Code writes it."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    utc = moment.astimezone(UTC)
+    if utc.year < 1000:
+        # strftime's %Y does not pad such a year on every platform: keep what it writes.
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # The fields formatted directly: strftime cost more than the rest of a message's stamping.
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}."
+        f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+_UUID4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
 
 
 class SeededUuids:
@@ -32,7 +44,11 @@ class SeededUuids:
         self._rng = random.Random(seed)
 
     def __call__(self) -> str:
-        return str(_uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        # What ``str(uuid.UUID(int=..., version=4))`` writes, without building the UUID object
+        # (its checks cost more than drawing the bits): RFC 4122 variant, version 4.
+        bits = self._rng.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET
+        text = f"{bits:032x}"
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 class ManualClock:

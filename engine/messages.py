@@ -82,12 +82,24 @@ class Message:
     def to_record(self) -> JsonDict:
         """The message as a transcript record (without session fields)."""
         record: JsonDict = {"type": self.type.value}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None or (value is False and f.name != "is_meta"):
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
+            if value is None or (value is False and name != "is_meta"):
                 continue  # absent optional fields keep records short and stable
-            record[f.name] = value.value if isinstance(value, StrEnum) else value
+            record[name] = value.value if isinstance(value, StrEnum) else value
         return record
+
+
+_FIELD_NAMES: dict[type[Message], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Message]) -> tuple[str, ...]:
+    """A message class's field names in declaration order (``dataclasses.fields`` rebuilds the
+    tuple on every call, once per record written)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 @dataclass(kw_only=True)

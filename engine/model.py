@@ -67,6 +67,9 @@ class ModelRequest:
     cache_ttl: CacheTTL | None = None
     # A side query that must not write a cache entry: the message mark goes one message earlier.
     skip_cache_write: bool = False
+    # Whether the stream yields every raw SDK event as a ``StreamEvent``. Off, only the blocks
+    # and the end come out: each raw event would cost a hop through the caller's generators.
+    raw_events: bool = True
 
     def params(self) -> JsonDict:
         """Keyword arguments for ``messages.create`` (empty options left out, so the body
@@ -81,7 +84,8 @@ class ModelRequest:
             params["tools"] = self.tools
         if self.thinking:
             params["thinking"] = self.thinking
-        check_cache_marks(params)
+        # The messages placing left as they were had no mark: only the copies are counted.
+        check_cache_marks(params, unmarked=self.messages)
         if self.betas:
             params["extra_headers"] = {"anthropic-beta": ",".join(self.betas)}
         return params
@@ -150,8 +154,9 @@ class AnthropicModel:
         self.non_streaming_timeout_s = non_streaming_timeout_s
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """The response as events: raw ``StreamEvent``s (streamed requests only), one
-        ``BlockComplete`` per content block, then ``ResponseEnd``. Failures raise ``ModelError``."""
+        """The response as events: raw ``StreamEvent``s (streamed requests with ``raw_events``
+        only), one ``BlockComplete`` per content block, then ``ResponseEnd``. Failures raise
+        ``ModelError``."""
         if not request.stream:
             for completed in await self._create(request):
                 yield completed
@@ -163,9 +168,11 @@ class AnthropicModel:
         except Exception as exc:
             raise classify_error(exc) from exc
         assembler = _ResponseAssembler(request_id=stream.response.headers.get("request-id"))
+        raw_events = request.raw_events
         try:
             async for event in stream:
-                yield StreamEvent(event)
+                if raw_events:
+                    yield StreamEvent(event)
                 completed = assembler.feed(event)
                 if completed is not None:
                     yield completed

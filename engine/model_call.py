@@ -91,6 +91,7 @@ def build_request(working: Sequence[Message], params: LoopParams, *, model: str,
         thinking=settings.thinking,
         betas=betas,
         cache_ttl=ttl,
+        raw_events=params.emit_stream_events,
     )
 
 

@@ -11,6 +11,7 @@ across the cut. A history that does not extend the prefix starts over.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,8 @@ class IncrementalNormalizer:
         prefix = self._inputs
         if len(messages) < len(prefix):
             return False
-        return all(a is b for a, b in zip(prefix, messages, strict=False))
+        # map over operator.is_ compares in C: this runs over the whole prefix on every pass.
+        return all(map(operator.is_, prefix, messages))
 
     def _settle(self, messages: Sequence[Message]) -> None:
         """Grow the settled prefix to the last cut (a new response right after a user message)."""

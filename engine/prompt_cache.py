@@ -72,7 +72,15 @@ def place_message_breakpoint(
     """``messages`` with every earlier mark cleared and one mark on the last content block of
     the last message (the second-to-last with ``skip_cache_write``; none when there is no such
     message). Messages that change are copied; ``messages`` itself is never changed."""
-    placed = [_message_unmarked(m) for m in messages]
+    placed = list(messages)
+    # Inline loops, no call per message: this runs over the whole history on every request.
+    for index, message in enumerate(placed):
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and "cache_control" in block:
+                    placed[index] = _message_unmarked(message)
+                    break
     target = len(placed) - (2 if skip_cache_write else 1)
     if target < 0:
         return placed
@@ -87,8 +95,10 @@ def place_message_breakpoint(
     return placed
 
 
-def count_cache_marks(params: JsonDict) -> int:
-    """The ``cache_control`` marks in a request body: on tools, system blocks and message blocks."""
+def count_cache_marks(params: JsonDict, *, unmarked: Sequence[JsonDict] = ()) -> int:
+    """The ``cache_control`` marks in a request body: on tools, system blocks and message blocks.
+    A message that is the very object at its position in ``unmarked`` is known to hold none
+    and is not walked (``place_message_breakpoint`` returns a message unchanged only then)."""
     # Plain loops: this runs over the whole history on every request.
     marks = 0
     for tool in params.get("tools") or ():
@@ -99,7 +109,10 @@ def count_cache_marks(params: JsonDict) -> int:
         for block in system:
             if "cache_control" in block:
                 marks += 1
-    for message in params.get("messages") or ():
+    known = len(unmarked)
+    for index, message in enumerate(params.get("messages") or ()):
+        if index < known and message is unmarked[index]:
+            continue
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
@@ -108,9 +121,10 @@ def count_cache_marks(params: JsonDict) -> int:
     return marks
 
 
-def check_cache_marks(params: JsonDict) -> None:
-    """Raise `TooManyCacheMarksError` when ``params`` has more marks than the API accepts."""
-    marks = count_cache_marks(params)
+def check_cache_marks(params: JsonDict, *, unmarked: Sequence[JsonDict] = ()) -> None:
+    """Raise `TooManyCacheMarksError` when ``params`` has more marks than the API accepts
+    (``unmarked`` as for `count_cache_marks`)."""
+    marks = count_cache_marks(params, unmarked=unmarked)
     if marks > MAX_CACHE_MARKS:
         raise TooManyCacheMarksError(
             f"The request has {marks} cache_control marks; the API accepts at most {MAX_CACHE_MARKS}."

@@ -27,9 +27,13 @@ class TornTranscriptWarning(UserWarning):
     """The last line of a transcript was cut off mid-write and was skipped."""
 
 
+# ``json.dumps`` with these options builds this very encoder on every call: build it once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dump_record(record: JsonDict) -> str:
     """One transcript line: compact JSON, key order as built, UTF-8 kept readable."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _ENCODER.encode(record) + "\n"
 
 
 class TranscriptWriter:

@@ -84,10 +84,14 @@ def apply_tool_result_budget(
     seen for the first time (see the module docstring). Records ``state``'s new decisions."""
     out = list(messages)
     replaced_ids: list[str] = []
-    for group in _user_turns(messages):
-        if not all(out[i].uuid in state.settled for i in group):
-            replaced_ids.extend(_decide_turn([out[i] for i in group], state, limit_chars=limit_chars, ctx=ctx))
-            state.settled.update(out[i].uuid for i in group)
+    settled = state.settled
+    for group in _user_turns(out):
+        # Plain loops, not all() over a generator: this runs over the whole history every pass.
+        for index in group:
+            if out[index].uuid not in settled:
+                replaced_ids.extend(_decide_turn([out[i] for i in group], state, limit_chars=limit_chars, ctx=ctx))
+                settled.update(out[i].uuid for i in group)
+                break
         if not state.replacements:
             continue  # nothing was ever replaced: every message stays as it is
         for index in group:
@@ -99,13 +103,17 @@ def apply_tool_result_budget(
 
 def _user_turns(messages: Sequence[Message]) -> list[list[int]]:
     """Indexes of user messages, grouped as the API merges them (an assistant response ends a turn)."""
-    turns: list[list[int]] = [[]]
+    turns: list[list[int]] = []
+    turn: list[int] = []
     for index, message in enumerate(messages):
         if isinstance(message, UserMessage):
-            turns[-1].append(index)
-        elif isinstance(message, AssistantMessage) and not message.is_api_error_message and turns[-1]:
-            turns.append([])
-    return [turn for turn in turns if turn]
+            turn.append(index)
+        elif turn and isinstance(message, AssistantMessage) and not message.is_api_error_message:
+            turns.append(turn)
+            turn = []
+    if turn:
+        turns.append(turn)
+    return turns
 
 
 def _results(messages: Sequence[Message]) -> list[JsonDict]:

@@ -6,8 +6,9 @@ the model is still streaming, and hands results back in tool_use order whatever 
 finish in. ``run_tools`` is the same executor fed all calls at once.
 
 The modules: ``batching`` (checking a call before it runs, and which calls run together),
-``tool_call`` (one call through lookup, validation, hooks, permissions, the call and its size
-limits) and ``executor`` (the streaming executor that schedules calls and hands out results).
+``plain_schema`` (a quick yes for an input that plainly satisfies a flat schema), ``tool_call``
+(one call through lookup, validation, hooks, permissions, the call and its size limits) and
+``executor`` (the streaming executor that schedules calls and hands out results).
 """
 
 from engine.orchestration.batching import ToolBatch, group_batches, partition_tool_calls

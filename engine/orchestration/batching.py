@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from engine.orchestration.plain_schema import plainly_valid
 from engine.tools.base import Tool
 from engine.tools.input_limits import brief_message, input_limit_problem
 
@@ -72,9 +73,12 @@ _VALIDATORS: dict[int, Any] = {}
 
 def validation_error(tool: Tool, tool_input: Any) -> str | None:
     """What is wrong with ``tool_input`` for ``tool`` (size limits first, then its schema), or
-    None. The schema validators are built once per tool."""
+    None. The schema validators are built once per tool; an input that plainly satisfies a
+    flat schema needs none (``plain_schema``)."""
     if (too_big := input_limit_problem(tool, tool_input)) is not None:
         return too_big  # before the schema: its messages quote values, however long
+    if plainly_valid(tool.input_schema, tool_input):
+        return None
     validator = _VALIDATORS.get(id(tool))
     if validator is None or validator.schema is not tool.input_schema:
         validator = jsonschema.Draft202012Validator(tool.input_schema)

@@ -138,8 +138,11 @@ class StreamingToolExecutor:
         ended without it): from then on the batch is running. Calls still queued (behind the
         concurrency limit) are not waited for; nothing here waits for a call to finish."""
         ids = {block["id"] for block in batch.blocks}
-        started = [e.started.wait() for e in self._entries if e.block["id"] in ids and e.status is not _Status.QUEUED]
-        await asyncio.gather(*started)
+        started = [e.started for e in self._entries if e.block["id"] in ids and e.status is not _Status.QUEUED]
+        # One after another, not gathered: a set event stays set, so this waits for the same
+        # thing without a task per call and the loop iterations that scheduling them costs.
+        for event in started:
+            await event.wait()
 
     async def wait_closed(self) -> None:
         """Wait until every started call's task has finished (or been cancelled)."""

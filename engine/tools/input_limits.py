@@ -30,9 +30,13 @@ MAX_VALIDATION_MESSAGE_CHARS: Final = 300
 _CUT_MARKER: Final = "… (message cut)"
 
 
+# What ``json.dumps`` with these options would build on every call.
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def input_limit_problem(tool: Tool, tool_input: Any) -> str | None:
     """Why ``tool_input`` is over a limit (a sentence without the input in it), or None."""
-    size = _utf8_length(json.dumps(tool_input, ensure_ascii=False, separators=(",", ":")))
+    size = _utf8_length(_COMPACT_JSON.encode(tool_input))
     if size > MAX_TOOL_INPUT_BYTES:
         return (
             f"the input is {size:,} bytes of JSON; tool inputs are limited to "

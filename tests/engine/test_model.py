@@ -163,6 +163,16 @@ async def test_raw_sdk_stream_events_pass_through_in_wire_order(fake_for: FakeFo
     ]
 
 
+async def test_without_raw_events_only_the_blocks_and_the_end_come_out_the_same(fake_for: FakeFor) -> None:
+    turn = {"content": [{"text": "a"}, {"tool_use": {"id": "toolu_1", "name": "Now", "input": {"at": 1}}}]}
+    with_raw, _ = fake_for(turn)
+    without_raw, _ = fake_for(turn)
+    every = await collect(with_raw)
+    lean = await collect(without_raw, dataclasses.replace(REQUEST, raw_events=False))
+    assert lean == [e for e in every if not isinstance(e, StreamEvent)]
+    assert [type(e).__name__ for e in lean] == ["BlockComplete", "BlockComplete", "ResponseEnd"]
+
+
 # --- the request -----------------------------------------------------------------------------
 
 

@@ -183,3 +183,21 @@ async def test_autocompact_counts_cache_reads_toward_the_threshold(tmp_path: Pat
 
     (event,) = [e.data for e in session.engine.trace if e.kind is TraceKind.COMPACTION]
     assert event["tier"] == "autocompact" and event["tokens_before"] >= 7_000
+
+
+def test_counting_skips_only_the_messages_that_are_the_very_objects_known_to_hold_no_mark() -> None:
+    clean = {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    marked = {"role": "user", "content": [{"type": "text", "text": "b", "cache_control": EPHEMERAL}]}
+    body = {"messages": [clean, marked]}
+    assert count_cache_marks(body) == 1
+    assert count_cache_marks(body, unmarked=[clean]) == 1  # a shorter list vouches for its positions only
+    assert count_cache_marks(body, unmarked=[clean, dict(marked)]) == 1  # an equal copy is no promise
+
+
+def test_a_request_counts_the_marks_of_every_message_its_placing_copied() -> None:
+    marked = [
+        {"role": "user", "content": [{"type": "text", "text": f"m{i}", "cache_control": EPHEMERAL}]} for i in range(5)
+    ]
+    body = ModelRequest(model="claude-sonnet-4-6", messages=marked, max_tokens=10, system="S").params()
+    assert count_cache_marks(body) == 2  # the earlier marks cleared: the system's and the last message's
+    assert all(message is not original for message, original in zip(body["messages"], marked, strict=True))

@@ -15,6 +15,7 @@ from engine import (
     UserMessage,
 )
 from engine.hooks import HookInput, Hooks
+from engine.model import StreamEvent
 from engine.transcript import read_transcript
 from tests.engine.conftest import assert_pairing, make_session
 
@@ -190,3 +191,20 @@ async def test_an_api_error_is_reported_as_an_assistant_message_and_ends_the_tur
     assert "529" in error.content[0]["text"]
     assert result.terminal_reason is Terminal.COMPLETED
     assert result.is_error and result.subtype is ResultSubtype.ERROR_DURING_EXECUTION
+
+
+async def test_raw_stream_events_reach_the_caller_only_when_asked_and_change_nothing_else(tmp_path: Path) -> None:
+    turns = [{"content": [{"text": "Reading."}, {"tool_use": {"name": "Read", "input": {"file_path": "a.txt"}}}]}]
+    turns.append({"content": [{"text": "Done."}]})
+    plain = make_session(tmp_path / "plain", turns, files={"a.txt": "hello\n"})
+    raw = make_session(tmp_path / "raw", turns, files={"a.txt": "hello\n"})
+    raw.engine.include_stream_events = True
+    await plain.submit("read a.txt")
+    await raw.submit("read a.txt")
+
+    events = [item.event.type for item in raw.outputs if isinstance(item, StreamEvent)]
+    assert events.count("message_start") == 2 and events.count("content_block_stop") == 3
+    assert not [item for item in plain.outputs if isinstance(item, StreamEvent)]
+    assert [item for item in raw.outputs if not isinstance(item, StreamEvent)] == plain.outputs
+    assert raw.requests == plain.requests
+    assert raw.transcript_bytes().replace(b"/raw/", b"/plain/") == plain.transcript_bytes()
