@@ -19,8 +19,10 @@ characters another way (``\\/`` or ``\\u0020``-``\\u007f``): the decoded strings
 text's own characters. Anything else counts as "may be in" (the key is kept with its roots).
 
 Only fast-path keys are kept: a body in which the redactor finds anything is scrubbed on the slow
-path every time it is sent. At most 50,000 bodies or 64 million characters of normalized text are
-kept (a replay's log holds the same texts while it lives); past either, all are forgotten.
+path every time it is sent. A normalized text is kept as its pieces (`NormalizedText`, the same
+string objects a replay's log and its player's piece caches hold). At most 50,000 bodies or 64
+million characters of normalized text (counted as if joined) are kept; past either, all are
+forgotten.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from replay.cassette.fingerprints import Normalizer, home_folder
 from replay.redact.redactor import Redactor
+
+if TYPE_CHECKING:
+    from replay.cassette.request_keys import NormalizedText
 
 __all__ = ["RawBodyKeys", "raw_body_keys"]
 
@@ -45,7 +50,7 @@ _CHARACTER_LIMIT: Final = 64_000_000
 _CONTEXT_LIMIT: Final = 8
 
 _Digest = tuple[str, str, bytes]  # method, path, SHA-256 of the body
-_Key = tuple[str, str]  # fingerprint, normalized text
+_Key = tuple[str, "NormalizedText"]  # fingerprint, normalized text
 _Table = dict[_Digest, _Key]
 _Context = TypeVar("_Context")
 
@@ -67,7 +72,7 @@ class RawBodyKeys:
     def digest(method: str, path: str, body: bytes) -> _Digest:
         return method, path, hashlib.sha256(body).digest()
 
-    def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> tuple[str, str] | None:
+    def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> _Key | None:
         """The (fingerprint, normalized text) kept for this body, or None."""
         home = home_folder()
         rooted = self._rooted.get((home, redactor, normalizer.roots))
@@ -94,7 +99,7 @@ class RawBodyKeys:
             if digest not in table:
                 table[digest] = key
                 self._entries += 1
-                self._characters += len(key[1])
+                self._characters += key[1].size()
 
     def clear(self) -> None:
         """Forget every key (the next request of each body is keyed from its text again)."""

@@ -28,18 +28,19 @@ this one answers only when it provably gives the same text:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.cassette.fingerprints import Normalizer, canonical_json, route_key
 from replay.cassette.raw_keys import raw_body_keys
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
 
-__all__ = ["FastKey", "RequestKeys"]
+__all__ = ["FastKey", "NormalizedText", "RequestKeys"]
 
 _MESSAGES: Final = "messages"
 _MESSAGES_OPENING: Final = '"messages":['
@@ -54,43 +55,73 @@ _STRING_TOKEN: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
 _scan = json.JSONDecoder().scan_once  # (text, index) -> (value, end), StopIteration if none
 
 
-@dataclass(frozen=True)
+# A body's members in key order: a member's normalized text, or for ``messages`` its elements'.
+_Members = tuple["str | tuple[str, ...]", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedText:
+    """A body's normalized canonical JSON text, kept as the pieces it is made of: its members'
+    normalized texts in key order and, for ``messages``, its elements' (the same string objects
+    the piece caches hold, so a request log of a long replay keeps a few pointers per request
+    instead of a copy of every body). Joined only when read."""
+
+    members: _Members
+
+    @property
+    def text(self) -> str:
+        return "{" + ",".join(_member_text(member) for member in self.members) + "}"
+
+    def size(self) -> int:
+        """The length of `text`, without joining it."""
+        size = 1 + len(self.members)  # the braces and the commas between members
+        for member in self.members:
+            size += len(member) if type(member) is str else _messages_size(member)
+        return size
+
+
+@dataclass(frozen=True, slots=True)
 class FastKey:
     """A request's fingerprint and its body's normalized canonical JSON text."""
 
     fingerprint: str
-    normalized: str
+    body: NormalizedText
+
+    @property
+    def normalized(self) -> str:
+        return self.body.text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Piece:
-    normalized: str  # a member's starts with its key: `"key":value`
+    # A member's starts with its key: `"key":value`; the ``messages`` member's is the tuple of its
+    # elements' (each shared with the element cache, never joined to key a request).
+    normalized: str | tuple[str, ...]
     clean: bool  # the redactor's decoded-string detectors find nothing in it
     suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
 
 
 class _SeenList:
-    """A ``messages`` list as the last request sent it: each element's raw text and what it
-    gave (normalized text, clean, suspect), and where each element ends in the joined text."""
+    """A ``messages`` list as the last request sent it: what each element gave (normalized
+    text, clean, suspect), and where each element ends in the list's raw text."""
 
     def __init__(
         self,
-        raws: list[str],
         parts: list[str],
         cleans: list[bool],
         suspects: list[bool],
         joined: str = "",
         offsets: list[int] | None = None,
     ) -> None:
-        self.raws, self.parts, self.cleans, self.suspects = raws, parts, cleans, suspects
-        self.joined = joined  # ",".join(raws): the list's text between its brackets
+        self.parts, self.cleans, self.suspects = parts, cleans, suspects
+        self.joined = joined  # the list's raw text between its brackets
         # offsets[k]: the length of the first k elements joined (0 for none).
         self.offsets = [0] if offsets is None else offsets
 
     def shared_run(self, text: str, start: int) -> int:
         """How many of these elements ``text`` repeats from ``start``: all of them, or all but
         the last one, two or three (the likeliest to have changed), else 0."""
-        count = len(self.raws)
+        count = len(self.parts)
         for shared in range(count, max(0, count - 4), -1):
             end = self.offsets[shared]
             prefix = self.joined if shared == count else self.joined[:end]
@@ -110,8 +141,10 @@ class RequestKeys:
     def __init__(self, normalizer: Normalizer) -> None:
         self._normalizer = normalizer
         self._members: dict[str, tuple[str, _Piece]] = {}  # raw `"key":value` -> (key, piece)
-        self._elements: dict[str, _Piece] = {}  # raw element of `messages` -> piece
-        self._last_messages = _SeenList([], [], [], [])  # the last list seen
+        # SHA-256 of a raw element of `messages` -> piece (the digest, not the raw text: only its
+        # normalized text is needed again, by the request log)
+        self._elements: dict[bytes, _Piece] = {}
+        self._last_messages = _SeenList([], [], [])  # the last list seen
         self._last_members: list[str] = []  # the last body's members' raw texts ("" for messages)
         self._redactor: Redactor | None = None
         # Whether the raw-text detectors must read every whole body (a known value that could
@@ -138,7 +171,7 @@ class RequestKeys:
             # What is clean depends on the redactor (the environment's credentials).
             self._members.clear()
             self._elements.clear()
-            self._last_messages = _SeenList([], [], [], [])
+            self._last_messages = _SeenList([], [], [])
             self._last_members = []
             self._redactor = redactor
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
@@ -159,8 +192,8 @@ class RequestKeys:
         suspect = self._whole_text_check or any(piece.suspect for _, piece in members)
         if suspect and redactor.detect_in_raw_text(text):
             return None
-        normalized = "{" + ",".join(piece.normalized for _, piece in sorted(members)) + "}"
-        key = digest_normalized(method, path, normalized)
+        normalized = NormalizedText(tuple(piece.normalized for _, piece in sorted(members)))
+        key = _fingerprint(method, path, normalized.members)
         raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
         return FastKey(key, normalized)
 
@@ -210,16 +243,16 @@ class RequestKeys:
         where it ends."""
         clean, suspect = self._opening.clean, self._opening.suspect
         if text[start] == "]":
-            return _Piece(_MESSAGES_OPENING + "]", clean, suspect), start + 1
+            return _Piece((), clean, suspect), start + 1
         last = self._last_messages
         opening = start
-        seen = _SeenList([], [], [], [])
-        raws, parts, cleans, suspects, offsets = seen.raws, seen.parts, seen.cleans, seen.suspects, seen.offsets
+        seen = _SeenList([], [], [])
+        parts, cleans, suspects, offsets = seen.parts, seen.cleans, seen.suspects, seen.offsets
         # The last request's list: an agent loop re-sends it, but for its last message or two
         # (a moved cache marker), so its longest shared run is found by comparing text, in one go.
         shared = last.shared_run(text, start)
         if shared:
-            raws[:], parts[:] = last.raws[:shared], last.parts[:shared]
+            parts[:] = last.parts[:shared]
             cleans[:], suspects[:] = last.cleans[:shared], last.suspects[:shared]
             offsets[:] = last.offsets[: shared + 1]
             start += last.offsets[shared]
@@ -230,12 +263,12 @@ class RequestKeys:
         while True:
             value, end = _scan(text, start)
             raw = text[start:end]
-            piece = elements.get(raw)
+            digest = hashlib.sha256(raw.encode()).digest()
+            piece = elements.get(digest)
             if piece is None:
                 piece = self._new_piece(value, raw, redactor)
-                self._remember(elements, raw, piece)
-            raws.append(raw)
-            parts.append(piece.normalized)
+                self._remember(elements, digest, piece)
+            parts.append(piece.normalized)  # type: ignore[arg-type]  # an element's is a str
             cleans.append(piece.clean)
             suspects.append(piece.suspect)
             offsets.append(end - opening)  # the list is compact: its text up to here is the elements joined
@@ -248,10 +281,7 @@ class RequestKeys:
     def _finish(self, seen: _SeenList, joined: str, clean: bool, suspect: bool) -> _Piece:
         seen.joined = joined
         self._last_messages = seen
-        parts = seen.parts
-        return _Piece(
-            _MESSAGES_OPENING + ",".join(parts) + "]", clean and all(seen.cleans), suspect or any(seen.suspects)
-        )
+        return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects))
 
     def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
         """A message, or a member ``key`` (its normalized text then starts with the key)."""
@@ -263,7 +293,7 @@ class RequestKeys:
         return _Piece(normalized, clean, redactor.may_find_in_raw_text(raw))
 
     @staticmethod
-    def _remember(cache: dict[str, Any], raw: str, value: Any) -> None:
+    def _remember(cache: dict[Any, Any], raw: str | bytes, value: Any) -> None:
         if len(cache) >= _PIECE_LIMIT:
             cache.clear()
         cache[raw] = value
@@ -278,3 +308,36 @@ def _long_strings(raw: str) -> list[str]:
         if len(token) >= MIN_SECRET_LENGTH:
             found.append(json.loads(f'"{token}"') if "\\" in token else token)
     return found
+
+
+def _member_text(member: str | tuple[str, ...]) -> str:
+    return member if type(member) is str else _MESSAGES_OPENING + ",".join(member) + "]"
+
+
+def _messages_size(elements: tuple[str, ...]) -> int:
+    return len(_MESSAGES_OPENING) + 1 + sum(map(len, elements)) + max(len(elements) - 1, 0)
+
+
+_OPEN, _COMMA, _CLOSE, _LIST_OPEN, _LIST_CLOSE = b"{", b",", b"}", _MESSAGES_OPENING.encode(), b"]"
+
+
+def _fingerprint(method: str, path: str, members: _Members) -> str:
+    """`digest_normalized` of the body `NormalizedText(members)` reads as, one piece at a time
+    (UTF-8 encodes a text piece by piece as it encodes it whole)."""
+    digest = hashlib.sha256(f"{method.upper()} {route_key(path)}\n".encode())
+    update = digest.update
+    update(_OPEN)
+    for index, member in enumerate(members):
+        if index:
+            update(_COMMA)
+        if type(member) is str:
+            update(member.encode("utf-8"))
+            continue
+        update(_LIST_OPEN)
+        for position, element in enumerate(member):
+            if position:
+                update(_COMMA)
+            update(element.encode("utf-8"))
+        update(_LIST_CLOSE)
+    update(_CLOSE)
+    return digest.hexdigest()

@@ -17,6 +17,7 @@ detectors hold no per-call state, so one `Redactor` is safe to share between thr
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import os
 import re
@@ -41,6 +42,13 @@ from replay.redact.pieces import replace_in_pieces
 __all__ = ["Redactor", "current_redactor"]
 
 _CACHE_LIMIT: Final = 65_536
+# Characters of the strings the cache keeps (as keys) before it starts again.
+_CACHE_CHARACTERS: Final = 16_000_000
+# A string this long or longer is kept by its SHA-256 (a replay's history holds thousands of
+# long tool results: the cache would otherwise keep a copy of each).
+_DIGESTED_FROM: Final = 48
+# What most strings hold: one shared empty set, not one per string.
+_NOTHING: Final[frozenset[Detection]] = frozenset()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,7 +61,9 @@ class Redactor:
     def __init__(self, known: Mapping[str, str] | None = None) -> None:
         # value -> the label of its placeholder
         self.known: dict[str, str] = {v: label for v, label in (known or {}).items() if worth_redacting(v)}
-        self._cache: dict[str, frozenset[Detection]] = {}
+        # decoded string (or its SHA-256, see `_cache_key`) -> what it holds
+        self._cache: dict[str | bytes, frozenset[Detection]] = {}
+        self._cached_characters = 0
         self._known_forms: tuple[str, ...] | None = None
         self._lock = threading.Lock()
 
@@ -114,7 +124,7 @@ class Redactor:
         for string in strings:
             if len(string) < MIN_SECRET_LENGTH:
                 continue
-            found = cache.get(("d", string))  # type: ignore[call-overload]
+            found = cache.get(_cache_key(string))
             if found is None:
                 found = self._detect_decoded(string)
             if found:
@@ -153,17 +163,20 @@ class Redactor:
             )
             return found
 
-        return self._cached(("d", string), compute)
+        return self._cached(string, compute)
 
-    def _cached(self, key: tuple[str, str], compute: Any) -> frozenset[Detection]:
+    def _cached(self, string: str, compute: Any) -> frozenset[Detection]:
         # A history is re-sent on every request: its strings are scanned once.
-        cached = self._cache.get(key)  # type: ignore[arg-type]
+        key = _cache_key(string)
+        cached = self._cache.get(key)
         if cached is None:
-            cached = frozenset(compute())
+            cached = frozenset(compute()) or _NOTHING
             with self._lock:
-                if len(self._cache) >= _CACHE_LIMIT:
+                if len(self._cache) >= _CACHE_LIMIT or self._cached_characters >= _CACHE_CHARACTERS:
                     self._cache.clear()
-                self._cache[key] = cached  # type: ignore[index]
+                    self._cached_characters = 0
+                self._cache[key] = cached
+                self._cached_characters += len(key)
         return cached
 
     # -- redacting -------------------------------------------------------------------------
@@ -245,6 +258,14 @@ def _forms(value: str) -> tuple[str, ...]:
 def _replace_all(text: str, detections: Iterable[Detection]) -> str:
     pattern, by_form = _pattern(detections)
     return pattern.sub(lambda match: by_form[match.group()], text)
+
+
+def _cache_key(string: str) -> str | bytes:
+    """A string's key in the detection cache: itself, or its SHA-256 when it is long (a str
+    and a bytes key never compare equal)."""
+    if len(string) < _DIGESTED_FROM:
+        return string
+    return hashlib.sha256(string.encode("utf-8", "surrogatepass")).digest()
 
 
 def _pattern(detections: Iterable[Detection]) -> tuple[re.Pattern[str], dict[str, str]]:
