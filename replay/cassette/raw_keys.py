@@ -49,7 +49,9 @@ _ENTRY_LIMIT: Final = 50_000
 _CHARACTER_LIMIT: Final = 64_000_000
 _CONTEXT_LIMIT: Final = 8
 
-_Digest = tuple[str, str, bytes]  # method, path, SHA-256 of the body
+# SHA-256 of the method, the path and the body, one bytes object (not a tuple holding the path
+# string of every request).
+_Digest = bytes
 _Key = tuple[str, "NormalizedText"]  # fingerprint, normalized text
 _Table = dict[_Digest, _Key]
 _Context = TypeVar("_Context")
@@ -70,7 +72,10 @@ class RawBodyKeys:
 
     @staticmethod
     def digest(method: str, path: str, body: bytes) -> _Digest:
-        return method, path, hashlib.sha256(body).digest()
+        # An HTTP method holds no space and a request's path no line break: the line is unambiguous.
+        digest = hashlib.sha256(f"{method} {path}\n".encode("utf-8", "surrogatepass"))
+        digest.update(body)
+        return digest.digest()
 
     def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> _Key | None:
         """The (fingerprint, normalized text) kept for this body, or None."""

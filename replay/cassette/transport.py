@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -201,6 +202,7 @@ class CassettePlayer:
             if parsed is _UNPARSED:
                 parsed = parse_body(scrub_bytes(body))
             recorded = self._in_another_results_order(method, path, parsed)
+        path = sys.intern(path)  # one string per route for the whole log, not one per request
         if recorded is None:
             self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at, answered=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))
