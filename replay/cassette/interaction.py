@@ -17,9 +17,9 @@ import json
 import re
 from array import array
 from collections.abc import Mapping, Sequence
-from itertools import accumulate
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import accumulate
 from typing import Any, Final
 from urllib.parse import urlsplit
 

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, route_key
+from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
 from replay.cassette.raw_keys import raw_body_keys
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
@@ -193,7 +193,8 @@ class RequestKeys:
         if suspect and redactor.detect_in_raw_text(text):
             return None
         normalized = NormalizedText(tuple(piece.normalized for _, piece in sorted(members)))
-        key = _fingerprint(method, path, normalized.members)
+        # Digested joined (faster than a piece at a time); only the pieces are kept.
+        key = digest_normalized(method, path, normalized.text)
         raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
         return FastKey(key, normalized)
 
@@ -226,7 +227,8 @@ class RequestKeys:
                     raw = text[start:end]
                     known = self._members.get(raw)
                     if known is None:
-                        known = (key, self._new_piece(value, raw, redactor, key))
+                        digest = hashlib.sha256(raw.encode()).digest()
+                        known = (key, self._new_piece(value, raw, digest, redactor, key))
                         self._remember(self._members, raw, known)
                     key, piece = known
             seen.append(raw)
@@ -266,7 +268,7 @@ class RequestKeys:
             digest = hashlib.sha256(raw.encode()).digest()
             piece = elements.get(digest)
             if piece is None:
-                piece = self._new_piece(value, raw, redactor)
+                piece = self._new_piece(value, raw, digest, redactor)
                 self._remember(elements, digest, piece)
             parts.append(piece.normalized)  # type: ignore[arg-type]  # an element's is a str
             cleans.append(piece.clean)
@@ -283,20 +285,45 @@ class RequestKeys:
         self._last_messages = seen
         return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects))
 
-    def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
-        """A message, or a member ``key`` (its normalized text then starts with the key)."""
-        clean = redactor.strings_clean(_long_strings(raw))  # a member's raw text holds its key
+    def _new_piece(self, value: Any, raw: str, digest: bytes, redactor: Redactor, key: str | None = None) -> _Piece:
+        """A message, or a member ``key`` (its normalized text then starts with the key), whose
+        raw text ``raw`` has the SHA-256 ``digest``."""
+        verdicts = _verdicts(redactor)
+        verdict = verdicts.get(digest)
+        if verdict is None:
+            # A member's raw text holds its key. Its strings are not kept by the redactor's cache:
+            # the verdict is kept for the whole piece, by its digest.
+            clean = redactor.strings_clean(_long_strings(raw), remember=False)
+            verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw)]
+            self._remember(verdicts, digest, verdict)
         # `Normalizer.value` without its cache: this piece is normalized once anyway.
         normalized = self._normalizer.text(canonical_json(value))
         if key is not None:
             normalized = f"{canonical_json(key)}:{normalized}"
-        return _Piece(normalized, clean, redactor.may_find_in_raw_text(raw))
+        return _Piece(normalized, *verdict)
 
     @staticmethod
     def _remember(cache: dict[Any, Any], raw: str | bytes, value: Any) -> None:
         if len(cache) >= _PIECE_LIMIT:
             cache.clear()
         cache[raw] = value
+
+
+# What the redactor finds in a piece, by the SHA-256 of its raw text, for the process's current
+# redactor: a fresh player (each replay has one) asks again about the pieces of the sessions
+# replayed before it, and scanning a piece's strings is most of keying it.
+_VERDICTS: Final = {(clean, suspect): (clean, suspect) for clean in (False, True) for suspect in (False, True)}
+_verdict_table: tuple[Redactor | None, dict[bytes, tuple[bool, bool]]] = (None, {})
+
+
+def _verdicts(redactor: Redactor) -> dict[bytes, tuple[bool, bool]]:
+    """The verdicts kept for ``redactor`` (a new one starts an empty table)."""
+    global _verdict_table
+    owner, table = _verdict_table
+    if owner is not redactor:
+        table = {}
+        _verdict_table = (redactor, table)
+    return table
 
 
 def _long_strings(raw: str) -> list[str]:
@@ -316,28 +343,3 @@ def _member_text(member: str | tuple[str, ...]) -> str:
 
 def _messages_size(elements: tuple[str, ...]) -> int:
     return len(_MESSAGES_OPENING) + 1 + sum(map(len, elements)) + max(len(elements) - 1, 0)
-
-
-_OPEN, _COMMA, _CLOSE, _LIST_OPEN, _LIST_CLOSE = b"{", b",", b"}", _MESSAGES_OPENING.encode(), b"]"
-
-
-def _fingerprint(method: str, path: str, members: _Members) -> str:
-    """`digest_normalized` of the body `NormalizedText(members)` reads as, one piece at a time
-    (UTF-8 encodes a text piece by piece as it encodes it whole)."""
-    digest = hashlib.sha256(f"{method.upper()} {route_key(path)}\n".encode())
-    update = digest.update
-    update(_OPEN)
-    for index, member in enumerate(members):
-        if index:
-            update(_COMMA)
-        if type(member) is str:
-            update(member.encode("utf-8"))
-            continue
-        update(_LIST_OPEN)
-        for position, element in enumerate(member):
-            if position:
-                update(_COMMA)
-            update(element.encode("utf-8"))
-        update(_LIST_CLOSE)
-    update(_CLOSE)
-    return digest.hexdigest()

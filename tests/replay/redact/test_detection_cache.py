@@ -1,6 +1,7 @@
-"""The redactor's cache of what each decoded string holds (a replay's history is re-sent on every
-request, so its strings are scanned once): it answers as a fresh scan would, and it keeps no copy
-of the long strings it has seen (a long replay's tool results would otherwise stay in memory)."""
+"""The redactor's cache of what each decoded string holds (a history is re-sent on every request,
+so its strings are scanned once): it answers as a fresh scan would. A caller that keeps its own
+verdict (a replay's request keys, per piece) scans without the cache, which then keeps no copy of
+the strings (a long replay's tool results would otherwise stay in memory)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def test_a_long_string_seen_again_holds_what_it_held_the_first_time() -> None:
         assert first == Redactor().detect_in_string(text)  # a fresh scan
         assert redactor.detect_in_string(text) == first
         assert redactor.strings_clean([text]) is not bool(first)
+        assert Redactor().strings_clean([text], remember=False) is not bool(first)
     assert not redactor.strings_clean([f"{PROSE} {GITHUB_TOKEN} {PROSE}"])
     assert redactor.strings_clean([f"{PROSE} {PROSE}"])
 
@@ -31,17 +33,17 @@ def test_a_short_and_a_long_string_are_told_apart() -> None:
     assert not redactor.detect_in_string(PROSE)
 
 
-def test_the_cache_keeps_no_copy_of_the_long_strings_it_has_scanned() -> None:
+def test_strings_scanned_without_the_cache_are_not_kept() -> None:
     redactor = Redactor()
     strings = [f"Tool result {number}: {PROSE}" for number in range(200)]
     scanned = sum(map(len, strings))
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
-        assert redactor.strings_clean(strings)
+        assert redactor.strings_clean(strings, remember=False)
         after = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
     kept = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    assert redactor.strings_clean(strings)  # answered from the cache
-    assert kept < scanned / 4
+    assert kept < scanned / 10
+    assert not redactor.strings_clean([f"{PROSE} {GITHUB_TOKEN}"], remember=False)
