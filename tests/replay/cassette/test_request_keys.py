@@ -186,6 +186,21 @@ def test_a_credential_set_after_a_piece_was_seen_is_still_caught(monkeypatch: py
     assert keys.key(METHOD, PATH, body) is None
 
 
+def test_a_fresh_player_reuses_what_was_found_in_a_piece_only_under_the_same_redactor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    raw_body_keys().clear()  # keyed from its text each time, not known by its bytes
+    body = compact({"model": "m", "messages": [{"role": "user", "content": "value 7Hq2Lx9Vw4Rb8Nz3 in a sentence"}]})
+    first = RequestKeys(Normalizer()).key(METHOD, PATH, body)
+    raw_body_keys().clear()
+    again = RequestKeys(Normalizer()).key(METHOD, PATH, body)
+    assert first is not None and again is not None
+    assert (again.fingerprint, again.normalized) == (first.fingerprint, first.normalized)
+    raw_body_keys().clear()
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "7Hq2Lx9Vw4Rb8Nz3")
+    assert RequestKeys(Normalizer()).key(METHOD, PATH, body) is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     text=st.lists(st.one_of(st.sampled_from([*PLANTED, "aws", "Bearer ", "sk-", "PRIVATE KEY"]), st.text()), max_size=4)
