@@ -30,13 +30,11 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 from replay.cassette.fingerprints import Normalizer, home_folder
+from replay.cassette.normalized_text import NormalizedText
 from replay.redact.redactor import Redactor
-
-if TYPE_CHECKING:
-    from replay.cassette.request_keys import NormalizedText
 
 __all__ = ["RawBodyKeys", "raw_body_keys"]
 
@@ -52,7 +50,7 @@ _CONTEXT_LIMIT: Final = 8
 # SHA-256 of the method, the path and the body, one bytes object (not a tuple holding the path
 # string of every request).
 _Digest = bytes
-_Key = tuple[str, "NormalizedText"]  # fingerprint, normalized text
+_Key = tuple[str, NormalizedText]  # fingerprint, normalized text
 _Table = dict[_Digest, _Key]
 _Context = TypeVar("_Context")
 

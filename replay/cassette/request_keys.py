@@ -35,12 +35,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.cassette.normalized_text import NormalizedText
 from replay.cassette.raw_keys import raw_body_keys
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
 
-__all__ = ["FastKey", "NormalizedText", "RequestKeys"]
+__all__ = ["FastKey", "RequestKeys"]
 
 _MESSAGES: Final = "messages"
 _MESSAGES_OPENING: Final = '"messages":['
@@ -53,31 +54,6 @@ _PIECE_LIMIT: Final = 100_000
 # from the start finds exactly its strings.
 _STRING_TOKEN: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
 _scan = json.JSONDecoder().scan_once  # (text, index) -> (value, end), StopIteration if none
-
-
-# A body's members in key order: a member's normalized text, or for ``messages`` its elements'.
-_Members = tuple["str | tuple[str, ...]", ...]
-
-
-@dataclass(frozen=True, slots=True)
-class NormalizedText:
-    """A body's normalized canonical JSON text, kept as the pieces it is made of: its members'
-    normalized texts in key order and, for ``messages``, its elements' (the same string objects
-    the piece caches hold, so a request log of a long replay keeps a few pointers per request
-    instead of a copy of every body). Joined only when read."""
-
-    members: _Members
-
-    @property
-    def text(self) -> str:
-        return "{" + ",".join(_member_text(member) for member in self.members) + "}"
-
-    def size(self) -> int:
-        """The length of `text`, without joining it."""
-        size = 1 + len(self.members)  # the braces and the commas between members
-        for member in self.members:
-            size += len(member) if type(member) is str else _messages_size(member)
-        return size
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,11 +311,3 @@ def _long_strings(raw: str) -> list[str]:
         if len(token) >= MIN_SECRET_LENGTH:
             found.append(json.loads(f'"{token}"') if "\\" in token else token)
     return found
-
-
-def _member_text(member: str | tuple[str, ...]) -> str:
-    return member if type(member) is str else _MESSAGES_OPENING + ",".join(member) + "]"
-
-
-def _messages_size(elements: tuple[str, ...]) -> int:
-    return len(_MESSAGES_OPENING) + 1 + sum(map(len, elements)) + max(len(elements) - 1, 0)

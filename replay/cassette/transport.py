@@ -34,7 +34,8 @@ from replay.cassette.fingerprints import (
 )
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
-from replay.cassette.request_keys import NormalizedText, RequestKeys
+from replay.cassette.normalized_text import NormalizedText
+from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.tool_result_order import tool_results_by_id
 
