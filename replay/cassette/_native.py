@@ -326,7 +326,7 @@ def interaction_from_line(line: bytes) -> dict[str, Any]:
             if type(chunks) is list and len(events) == 1
             else None
         )
-        if encoded is None or len(encoded.chunks) != len(chunks):
+        if encoded is None or len(encoded.ends) != len(chunks):
             raise FormatProblem("a compiled copy", "its events are not encoded events")
         response["events"] = encoded
     return raw
@@ -352,7 +352,7 @@ def compact_interaction(raw: dict[str, Any]) -> dict[str, Any]:
         if chunk is None:
             return raw
         chunks.append(chunk)
-    response["events"] = EncodedEvents(tuple(chunks))
+    response["events"] = EncodedEvents.of(chunks)
     return raw
 
 

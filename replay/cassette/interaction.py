@@ -15,9 +15,11 @@ from __future__ import annotations
 import base64
 import json
 import re
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import accumulate
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -99,9 +101,25 @@ class RecordedRequest:
 class EncodedEvents:
     """An event stream as the chunks a client reads, one per event (`encode_sse_event`), given
     as a response's ``body``: it becomes its list of `SseEvent` at the first read of ``body``.
-    Made by `encoded_events`, which only makes one when the events read back exactly."""
+    Made by `encoded_events`, which only makes one when the events read back exactly.
 
-    chunks: tuple[bytes, ...]
+    Kept as the chunks joined, with where each ends (`of`): a bytes object per chunk would cost
+    about 45 bytes beside its text, and an answer has one per event."""
+
+    data: bytes
+    ends: array[int]  # "I": each chunk's end in ``data``
+
+    @classmethod
+    def of(cls, chunks: Sequence[bytes]) -> EncodedEvents:
+        return cls(b"".join(chunks), array("I", accumulate(map(len, chunks))))
+
+    @property
+    def chunks(self) -> tuple[bytes, ...]:
+        data, start, chunks = self.data, 0, []
+        for end in self.ends:
+            chunks.append(data[start:end])
+            start = end
+        return tuple(chunks)
 
     def events(self) -> list[SseEvent]:
         return [_decode_chunk(chunk) for chunk in self.chunks]
@@ -155,8 +173,11 @@ class RecordedResponse:
         chunks = self._chunks
         if chunks is None:
             chunks = self._encode_chunks()
-            # Frozen: the cache is the one field set after construction (``replace`` resets it).
-            object.__setattr__(self, "_chunks", chunks)
+            # Encoded events are cut from their one bytes object again at each replay (cheap),
+            # not kept a bytes object per chunk; anything else is kept once encoded.
+            if type(self.__dict__["_body"]) is not EncodedEvents:
+                # Frozen: the cache is the one field set after construction (``replace`` resets it).
+                object.__setattr__(self, "_chunks", chunks)
         return list(chunks)
 
     def _all_chunks(self) -> tuple[bytes, ...]:
@@ -237,7 +258,7 @@ def encoded_events(events: Sequence[SseEvent]) -> EncodedEvents | None:
         if chunk is None:
             return None
         chunks.append(chunk)
-    return EncodedEvents(tuple(chunks))
+    return EncodedEvents.of(chunks)
 
 
 def encoded_events_from_chunks(chunks: Sequence[bytes]) -> EncodedEvents | None:
@@ -246,7 +267,7 @@ def encoded_events_from_chunks(chunks: Sequence[bytes]) -> EncodedEvents | None:
     for chunk in chunks:
         if type(chunk) is not bytes or _ONE_LINE_EVENT.fullmatch(chunk) is None:
             return None
-    return EncodedEvents(tuple(chunks))
+    return EncodedEvents.of(chunks)
 
 
 def _decode_chunk(chunk: bytes) -> SseEvent:

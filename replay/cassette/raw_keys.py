@@ -19,8 +19,10 @@ characters another way (``\\/`` or ``\\u0020``-``\\u007f``): the decoded strings
 text's own characters. Anything else counts as "may be in" (the key is kept with its roots).
 
 Only fast-path keys are kept: a body in which the redactor finds anything is scrubbed on the slow
-path every time it is sent. At most 50,000 bodies or 64 million characters of normalized text are
-kept (a replay's log holds the same texts while it lives); past either, all are forgotten.
+path every time it is sent. A normalized text is kept as its pieces (`NormalizedText`, the same
+string objects a replay's log and its player's piece caches hold). At most 50,000 bodies or 64
+million characters of normalized text (counted as if joined) are kept; past either, all are
+forgotten.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import threading
 from typing import Final, TypeVar
 
 from replay.cassette.fingerprints import Normalizer, home_folder
+from replay.cassette.normalized_text import NormalizedText
 from replay.redact.redactor import Redactor
 
 __all__ = ["RawBodyKeys", "raw_body_keys"]
@@ -44,8 +47,10 @@ _ENTRY_LIMIT: Final = 50_000
 _CHARACTER_LIMIT: Final = 64_000_000
 _CONTEXT_LIMIT: Final = 8
 
-_Digest = tuple[str, str, bytes]  # method, path, SHA-256 of the body
-_Key = tuple[str, str]  # fingerprint, normalized text
+# SHA-256 of the method, the path and the body, one bytes object (not a tuple holding the path
+# string of every request).
+_Digest = bytes
+_Key = tuple[str, NormalizedText]  # fingerprint, normalized text
 _Table = dict[_Digest, _Key]
 _Context = TypeVar("_Context")
 
@@ -65,9 +70,12 @@ class RawBodyKeys:
 
     @staticmethod
     def digest(method: str, path: str, body: bytes) -> _Digest:
-        return method, path, hashlib.sha256(body).digest()
+        # An HTTP method holds no space and a request's path no line break: the line is unambiguous.
+        digest = hashlib.sha256(f"{method} {path}\n".encode("utf-8", "surrogatepass"))
+        digest.update(body)
+        return digest.digest()
 
-    def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> tuple[str, str] | None:
+    def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> _Key | None:
         """The (fingerprint, normalized text) kept for this body, or None."""
         home = home_folder()
         rooted = self._rooted.get((home, redactor, normalizer.roots))
@@ -94,7 +102,7 @@ class RawBodyKeys:
             if digest not in table:
                 table[digest] = key
                 self._entries += 1
-                self._characters += len(key[1])
+                self._characters += key[1].size()
 
     def clear(self) -> None:
         """Forget every key (the next request of each body is keyed from its text again)."""

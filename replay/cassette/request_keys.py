@@ -28,12 +28,14 @@ this one answers only when it provably gives the same text:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.cassette.normalized_text import NormalizedText
 from replay.cassette.raw_keys import raw_body_keys
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
@@ -54,43 +56,48 @@ _STRING_TOKEN: Final = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
 _scan = json.JSONDecoder().scan_once  # (text, index) -> (value, end), StopIteration if none
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FastKey:
     """A request's fingerprint and its body's normalized canonical JSON text."""
 
     fingerprint: str
-    normalized: str
+    body: NormalizedText
+
+    @property
+    def normalized(self) -> str:
+        return self.body.text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Piece:
-    normalized: str  # a member's starts with its key: `"key":value`
+    # A member's starts with its key: `"key":value`; the ``messages`` member's is the tuple of its
+    # elements' (each shared with the element cache, never joined to key a request).
+    normalized: str | tuple[str, ...]
     clean: bool  # the redactor's decoded-string detectors find nothing in it
     suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
 
 
 class _SeenList:
-    """A ``messages`` list as the last request sent it: each element's raw text and what it
-    gave (normalized text, clean, suspect), and where each element ends in the joined text."""
+    """A ``messages`` list as the last request sent it: what each element gave (normalized
+    text, clean, suspect), and where each element ends in the list's raw text."""
 
     def __init__(
         self,
-        raws: list[str],
         parts: list[str],
         cleans: list[bool],
         suspects: list[bool],
         joined: str = "",
         offsets: list[int] | None = None,
     ) -> None:
-        self.raws, self.parts, self.cleans, self.suspects = raws, parts, cleans, suspects
-        self.joined = joined  # ",".join(raws): the list's text between its brackets
+        self.parts, self.cleans, self.suspects = parts, cleans, suspects
+        self.joined = joined  # the list's raw text between its brackets
         # offsets[k]: the length of the first k elements joined (0 for none).
         self.offsets = [0] if offsets is None else offsets
 
     def shared_run(self, text: str, start: int) -> int:
         """How many of these elements ``text`` repeats from ``start``: all of them, or all but
         the last one, two or three (the likeliest to have changed), else 0."""
-        count = len(self.raws)
+        count = len(self.parts)
         for shared in range(count, max(0, count - 4), -1):
             end = self.offsets[shared]
             prefix = self.joined if shared == count else self.joined[:end]
@@ -110,8 +117,10 @@ class RequestKeys:
     def __init__(self, normalizer: Normalizer) -> None:
         self._normalizer = normalizer
         self._members: dict[str, tuple[str, _Piece]] = {}  # raw `"key":value` -> (key, piece)
-        self._elements: dict[str, _Piece] = {}  # raw element of `messages` -> piece
-        self._last_messages = _SeenList([], [], [], [])  # the last list seen
+        # SHA-256 of a raw element of `messages` -> piece (the digest, not the raw text: only its
+        # normalized text is needed again, by the request log)
+        self._elements: dict[bytes, _Piece] = {}
+        self._last_messages = _SeenList([], [], [])  # the last list seen
         self._last_members: list[str] = []  # the last body's members' raw texts ("" for messages)
         self._redactor: Redactor | None = None
         # Whether the raw-text detectors must read every whole body (a known value that could
@@ -138,7 +147,7 @@ class RequestKeys:
             # What is clean depends on the redactor (the environment's credentials).
             self._members.clear()
             self._elements.clear()
-            self._last_messages = _SeenList([], [], [], [])
+            self._last_messages = _SeenList([], [], [])
             self._last_members = []
             self._redactor = redactor
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
@@ -159,8 +168,9 @@ class RequestKeys:
         suspect = self._whole_text_check or any(piece.suspect for _, piece in members)
         if suspect and redactor.detect_in_raw_text(text):
             return None
-        normalized = "{" + ",".join(piece.normalized for _, piece in sorted(members)) + "}"
-        key = digest_normalized(method, path, normalized)
+        normalized = NormalizedText(tuple(piece.normalized for _, piece in sorted(members)))
+        # Digested joined (faster than a piece at a time); only the pieces are kept.
+        key = digest_normalized(method, path, normalized.text)
         raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
         return FastKey(key, normalized)
 
@@ -193,7 +203,8 @@ class RequestKeys:
                     raw = text[start:end]
                     known = self._members.get(raw)
                     if known is None:
-                        known = (key, self._new_piece(value, raw, redactor, key))
+                        digest = hashlib.sha256(raw.encode()).digest()
+                        known = (key, self._new_piece(value, raw, digest, redactor, key))
                         self._remember(self._members, raw, known)
                     key, piece = known
             seen.append(raw)
@@ -210,16 +221,16 @@ class RequestKeys:
         where it ends."""
         clean, suspect = self._opening.clean, self._opening.suspect
         if text[start] == "]":
-            return _Piece(_MESSAGES_OPENING + "]", clean, suspect), start + 1
+            return _Piece((), clean, suspect), start + 1
         last = self._last_messages
         opening = start
-        seen = _SeenList([], [], [], [])
-        raws, parts, cleans, suspects, offsets = seen.raws, seen.parts, seen.cleans, seen.suspects, seen.offsets
+        seen = _SeenList([], [], [])
+        parts, cleans, suspects, offsets = seen.parts, seen.cleans, seen.suspects, seen.offsets
         # The last request's list: an agent loop re-sends it, but for its last message or two
         # (a moved cache marker), so its longest shared run is found by comparing text, in one go.
         shared = last.shared_run(text, start)
         if shared:
-            raws[:], parts[:] = last.raws[:shared], last.parts[:shared]
+            parts[:] = last.parts[:shared]
             cleans[:], suspects[:] = last.cleans[:shared], last.suspects[:shared]
             offsets[:] = last.offsets[: shared + 1]
             start += last.offsets[shared]
@@ -230,12 +241,12 @@ class RequestKeys:
         while True:
             value, end = _scan(text, start)
             raw = text[start:end]
-            piece = elements.get(raw)
+            digest = hashlib.sha256(raw.encode()).digest()
+            piece = elements.get(digest)
             if piece is None:
-                piece = self._new_piece(value, raw, redactor)
-                self._remember(elements, raw, piece)
-            raws.append(raw)
-            parts.append(piece.normalized)
+                piece = self._new_piece(value, raw, digest, redactor)
+                self._remember(elements, digest, piece)
+            parts.append(piece.normalized)  # type: ignore[arg-type]  # an element's is a str
             cleans.append(piece.clean)
             suspects.append(piece.suspect)
             offsets.append(end - opening)  # the list is compact: its text up to here is the elements joined
@@ -248,25 +259,47 @@ class RequestKeys:
     def _finish(self, seen: _SeenList, joined: str, clean: bool, suspect: bool) -> _Piece:
         seen.joined = joined
         self._last_messages = seen
-        parts = seen.parts
-        return _Piece(
-            _MESSAGES_OPENING + ",".join(parts) + "]", clean and all(seen.cleans), suspect or any(seen.suspects)
-        )
+        return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects))
 
-    def _new_piece(self, value: Any, raw: str, redactor: Redactor, key: str | None = None) -> _Piece:
-        """A message, or a member ``key`` (its normalized text then starts with the key)."""
-        clean = redactor.strings_clean(_long_strings(raw))  # a member's raw text holds its key
+    def _new_piece(self, value: Any, raw: str, digest: bytes, redactor: Redactor, key: str | None = None) -> _Piece:
+        """A message, or a member ``key`` (its normalized text then starts with the key), whose
+        raw text ``raw`` has the SHA-256 ``digest``."""
+        verdicts = _verdicts(redactor)
+        verdict = verdicts.get(digest)
+        if verdict is None:
+            # A member's raw text holds its key. Its strings are not kept by the redactor's cache:
+            # the verdict is kept for the whole piece, by its digest.
+            clean = redactor.strings_clean(_long_strings(raw), remember=False)
+            verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw)]
+            self._remember(verdicts, digest, verdict)
         # `Normalizer.value` without its cache: this piece is normalized once anyway.
         normalized = self._normalizer.text(canonical_json(value))
         if key is not None:
             normalized = f"{canonical_json(key)}:{normalized}"
-        return _Piece(normalized, clean, redactor.may_find_in_raw_text(raw))
+        return _Piece(normalized, *verdict)
 
     @staticmethod
-    def _remember(cache: dict[str, Any], raw: str, value: Any) -> None:
+    def _remember(cache: dict[Any, Any], raw: str | bytes, value: Any) -> None:
         if len(cache) >= _PIECE_LIMIT:
             cache.clear()
         cache[raw] = value
+
+
+# What the redactor finds in a piece, by the SHA-256 of its raw text, for the process's current
+# redactor: a fresh player (each replay has one) asks again about the pieces of the sessions
+# replayed before it, and scanning a piece's strings is most of keying it.
+_VERDICTS: Final = {(clean, suspect): (clean, suspect) for clean in (False, True) for suspect in (False, True)}
+_verdict_table: tuple[Redactor | None, dict[bytes, tuple[bool, bool]]] = (None, {})
+
+
+def _verdicts(redactor: Redactor) -> dict[bytes, tuple[bool, bool]]:
+    """The verdicts kept for ``redactor`` (a new one starts an empty table)."""
+    global _verdict_table
+    owner, table = _verdict_table
+    if owner is not redactor:
+        table = {}
+        _verdict_table = (redactor, table)
+    return table
 
 
 def _long_strings(raw: str) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections import deque
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -34,6 +34,7 @@ from replay.cassette.fingerprints import (
 )
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
+from replay.cassette.normalized_text import NormalizedText
 from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.tool_result_order import tool_results_by_id
@@ -75,16 +76,10 @@ class UnplayedInteractionsError(Exception):
     """Strict mode: recorded interactions that no request asked for."""
 
 
-@dataclass(frozen=True)
-class NormalizedText:
-    """A body kept as its normalized canonical JSON, parsed when someone reads it."""
-
-    text: str
-
-
 class _ParsedOnRead:
-    """The descriptor behind `LoggedRequest.body`: a `NormalizedText` given to it is parsed at
-    the first read (the cache audit reads bodies; a replay alone never does), then kept."""
+    """The descriptor behind `LoggedRequest.body`: a `NormalizedText` given to it (the pieces
+    of the normalized text, shared with the player's caches) is joined and parsed at the first
+    read (the cache audit reads bodies; a replay alone never does), then kept."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._slot = f"_{name}"
@@ -121,7 +116,7 @@ class LoggedRequest:
     answered: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Recorded:
     index: int
     fingerprint: str
@@ -163,9 +158,10 @@ class CassettePlayer:
             _Recorded(index, key, interaction)
             for index, (key, interaction) in enumerate(zip(fingerprints, interactions, strict=True))
         ]
-        self._queues: dict[str, deque[_Recorded]] = {}
+        # A list per fingerprint, not a deque (a deque is a 64-slot block): most hold one request.
+        self._queues: dict[str, list[_Recorded]] = {}
         for recorded in self._recorded:
-            self._queues.setdefault(recorded.fingerprint, deque()).append(recorded)
+            self._queues.setdefault(recorded.fingerprint, []).append(recorded)
         self._played = [False] * len(self._recorded)
         self._requests = 0
         self.log: list[LoggedRequest] = []
@@ -194,7 +190,7 @@ class CassettePlayer:
         body_seen: Any
         fast = self._keys.key(method, path, body)
         if fast is not None:
-            key, body_seen = fast.fingerprint, NormalizedText(fast.normalized)
+            key, body_seen = fast.fingerprint, fast.body
         else:
             # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
             parsed = parse_body(scrub_bytes(body))
@@ -202,11 +198,12 @@ class CassettePlayer:
         queue = self._queues.get(key)
         at = self.clock() if self.clock is not None else None
         if queue:
-            recorded: _Recorded | None = queue.popleft()
+            recorded: _Recorded | None = queue.pop(0)
         else:
             if parsed is _UNPARSED:
                 parsed = parse_body(scrub_bytes(body))
             recorded = self._in_another_results_order(method, path, parsed)
+        path = sys.intern(path)  # one string per route for the whole log, not one per request
         if recorded is None:
             self.log.append(LoggedRequest(path, key, matched=False, body=body_seen, at=at, answered=False))
             raise CassetteMismatchError(self._miss_message(method, path, parsed, key))

@@ -41,6 +41,10 @@ from replay.redact.pieces import replace_in_pieces
 __all__ = ["Redactor", "current_redactor"]
 
 _CACHE_LIMIT: Final = 65_536
+# Characters of the strings the cache keeps (as keys) before it starts again.
+_CACHE_CHARACTERS: Final = 16_000_000
+# What most strings hold: one shared empty set, not one per string.
+_NOTHING: Final[frozenset[Detection]] = frozenset()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,7 +57,9 @@ class Redactor:
     def __init__(self, known: Mapping[str, str] | None = None) -> None:
         # value -> the label of its placeholder
         self.known: dict[str, str] = {v: label for v, label in (known or {}).items() if worth_redacting(v)}
+        # decoded string -> what it holds
         self._cache: dict[str, frozenset[Detection]] = {}
+        self._cached_characters = 0
         self._known_forms: tuple[str, ...] | None = None
         self._lock = threading.Lock()
 
@@ -106,17 +112,22 @@ class Redactor:
         every request)."""
         return self._detect_decoded(string)
 
-    def strings_clean(self, strings: Iterable[str]) -> bool:
+    def strings_clean(self, strings: Iterable[str], *, remember: bool = True) -> bool:
         """Whether `detect_in_string` finds nothing in any of ``strings``. Every value it
         finds is a part of its string at least `MIN_SECRET_LENGTH` long, so shorter strings
-        (most keys and small values of a JSON document) are not looked up."""
+        (most keys and small values of a JSON document) are not looked up. Without
+        ``remember``, the strings are scanned without being looked up or kept in the cache
+        (a caller that keeps its own verdict)."""
         cache = self._cache
         for string in strings:
             if len(string) < MIN_SECRET_LENGTH:
                 continue
-            found = cache.get(("d", string))  # type: ignore[call-overload]
-            if found is None:
-                found = self._detect_decoded(string)
+            if remember:
+                found = cache.get(string)
+                if found is None:
+                    found = self._detect_decoded(string)
+            else:
+                found = self._scan_decoded(string)
             if found:
                 return False
         return True
@@ -139,31 +150,29 @@ class Redactor:
         )
 
     def _detect_decoded(self, string: str) -> frozenset[Detection]:
-        def compute() -> set[Detection]:
-            found = {Detection(v, k, k) for v, k in token_values(string)}
-            found.update(
-                Detection(b, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY) for b in private_key_blocks(string)
-            )
-            found.update(
-                Detection(v, SecretKind.SECRET_KEYWORD, SecretKind.SECRET_KEYWORD) for v in keyword_values(string)
-            )
-            found.update(
-                Detection(v, SecretKind.HIGH_ENTROPY_STRING, SecretKind.HIGH_ENTROPY_STRING)
-                for v in entropy_values(string)
-            )
-            return found
+        return self._cached(string, lambda: self._scan_decoded(string))
 
-        return self._cached(("d", string), compute)
+    @staticmethod
+    def _scan_decoded(string: str) -> set[Detection]:
+        found = {Detection(v, k, k) for v, k in token_values(string)}
+        found.update(Detection(b, SecretKind.PRIVATE_KEY, SecretKind.PRIVATE_KEY) for b in private_key_blocks(string))
+        found.update(Detection(v, SecretKind.SECRET_KEYWORD, SecretKind.SECRET_KEYWORD) for v in keyword_values(string))
+        found.update(
+            Detection(v, SecretKind.HIGH_ENTROPY_STRING, SecretKind.HIGH_ENTROPY_STRING) for v in entropy_values(string)
+        )
+        return found
 
-    def _cached(self, key: tuple[str, str], compute: Any) -> frozenset[Detection]:
+    def _cached(self, string: str, compute: Any) -> frozenset[Detection]:
         # A history is re-sent on every request: its strings are scanned once.
-        cached = self._cache.get(key)  # type: ignore[arg-type]
+        cached = self._cache.get(string)
         if cached is None:
-            cached = frozenset(compute())
+            cached = frozenset(compute()) or _NOTHING
             with self._lock:
-                if len(self._cache) >= _CACHE_LIMIT:
+                if len(self._cache) >= _CACHE_LIMIT or self._cached_characters >= _CACHE_CHARACTERS:
                     self._cache.clear()
-                self._cache[key] = cached  # type: ignore[index]
+                    self._cached_characters = 0
+                self._cache[string] = cached
+                self._cached_characters += len(string)
         return cached
 
     # -- redacting -------------------------------------------------------------------------

@@ -88,6 +88,17 @@ def test_a_loaded_event_stream_is_kept_as_its_chunks_until_its_body_is_read(tmp_
     assert type(stored_body(loaded)) is list, "parsed once, then kept"
 
 
+def test_an_event_stream_is_one_bytes_object_cut_into_the_same_chunks_at_every_replay(tmp_path: Path) -> None:
+    original = sessions(2)
+    loaded = load_cassette(saved(tmp_path, original)).interactions[1].response
+    encoded = stored_body(loaded)
+    expected = [encode_sse_event(event) for event in original[1].response.body]
+    assert encoded.data == b"".join(expected)  # no bytes object per event is kept
+    assert loaded.chunks() == expected
+    assert loaded.chunks() == expected  # cut again, the same
+    assert EncodedEvents.of([]).chunks == ()
+
+
 def test_a_loaded_response_equals_and_replaces_like_the_one_recorded(tmp_path: Path) -> None:
     original = sessions(3)
     loaded = load_cassette(saved(tmp_path, original))

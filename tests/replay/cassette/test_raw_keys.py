@@ -36,7 +36,8 @@ def no_keys_kept() -> Iterator[None]:
 
 def kept(body: bytes, normalizer: Normalizer) -> tuple[str, str] | None:
     keys = raw_body_keys()
-    return keys.get(keys.digest(METHOD, PATH, body), body, normalizer, current_redactor())
+    found = keys.get(keys.digest(METHOD, PATH, body), body, normalizer, current_redactor())
+    return None if found is None else (found[0], found[1].text)
 
 
 def keyed(body: bytes, normalizer: Normalizer) -> tuple[str, str]:

@@ -49,8 +49,31 @@ def test_every_library_request_keys_to_its_stored_fingerprint() -> None:
             fast = keys.key(request.method, request.path, request.body_bytes())
             assert fast is not None, f"{cassette_file.parent.name} #{number} took the slow path"
             assert fast.fingerprint == stored[number - 1], f"{cassette_file.parent.name} #{number}"
+            assert fast.body.size() == len(fast.normalized)
             checked += 1
     assert checked >= 300
+
+
+def test_a_body_is_kept_as_the_pieces_its_history_shares_and_reads_back_exactly() -> None:
+    raw_body_keys().clear()
+    normalizer = Normalizer.for_paths(workspace=WORKSPACE)
+    keys = RequestKeys(normalizer)
+    history = [{"role": "user", "content": f"Read {WORKSPACE}/notes.md and fix the failing test."}]
+    sent = []
+    for turn in range(3):
+        body = compact({"model": "m", "max_tokens": 64, "messages": history})
+        fast = keys.key(METHOD, PATH, body)
+        assert fast is not None
+        assert (fast.fingerprint, fast.normalized) == reference(body, normalizer)
+        assert fast.body.size() == len(fast.normalized)
+        sent.append(fast.body)
+        history = [*history, {"role": "assistant", "content": f"Turn {turn}."}, {"role": "user", "content": "Go on."}]
+    messages = [body.members[1] for body in sent]  # members in key order: max_tokens, messages, model
+    assert all(type(elements) is tuple for elements in messages)
+    # Every message a later request re-sends is the very string object the first one keyed.
+    assert messages[2][0] is messages[1][0] is messages[0][0]
+    assert messages[2][1] is messages[1][1]
+    assert sent[2].members[0] is sent[0].members[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +189,21 @@ def test_a_credential_set_after_a_piece_was_seen_is_still_caught(monkeypatch: py
     assert keys.key(METHOD, PATH, body) is not None
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "7Hq2Lx9Vw4Rb8Nz3")
     assert keys.key(METHOD, PATH, body) is None
+
+
+def test_a_fresh_player_reuses_what_was_found_in_a_piece_only_under_the_same_redactor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    raw_body_keys().clear()  # keyed from its text each time, not known by its bytes
+    body = compact({"model": "m", "messages": [{"role": "user", "content": "value 7Hq2Lx9Vw4Rb8Nz3 in a sentence"}]})
+    first = RequestKeys(Normalizer()).key(METHOD, PATH, body)
+    raw_body_keys().clear()
+    again = RequestKeys(Normalizer()).key(METHOD, PATH, body)
+    assert first is not None and again is not None
+    assert (again.fingerprint, again.normalized) == (first.fingerprint, first.normalized)
+    raw_body_keys().clear()
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "7Hq2Lx9Vw4Rb8Nz3")
+    assert RequestKeys(Normalizer()).key(METHOD, PATH, body) is None
 
 
 @settings(max_examples=200, deadline=None)
