@@ -113,25 +113,31 @@ def scrub_bytes(data: bytes) -> bytes:
     return current_redactor().redact_bytes(data)
 
 
-def scrub_value(value: Any, memo: dict[str, str] | None = None) -> Any:
+def scrub_value(value: Any, memo: ScrubMemo | None = None) -> Any:
     """A JSON value with every string (keys too) scrubbed: a copy, or the value itself when it
-    holds nothing to scrub. With a ``memo`` (string -> scrubbed string, for one pass over many
-    values) each distinct string is redacted once: a session's requests re-send its history, so
-    a cassette's strings are mostly repeats, and redacting each anew made saving O(n²)."""
+    holds nothing to scrub. With a ``memo`` (for one pass over many values) each distinct string
+    is redacted once: a session's requests re-send its history, so a cassette's strings are
+    mostly repeats, and redacting each anew made saving O(n²)."""
     redactor = current_redactor()
     if memo is None:
         return redactor.redact_value(value)
     return _scrub_memoized(value, redactor.redact_text, memo)
 
 
-def _scrub_memoized(value: Any, redact: Callable[[str], str], memo: dict[str, str]) -> Any:
+# A string's scrubbed form, or None when scrubbing leaves it as it is.
+ScrubMemo = dict[str, str | None]
+_UNSEEN: Final = object()
+
+
+def _scrub_memoized(value: Any, redact: Callable[[str], str], memo: ScrubMemo) -> Any:
     # `Redactor.redact_value`, each string looked up in ``memo`` first: same result, same
     # sharing (the value itself when nothing in it changed).
     if isinstance(value, str):
-        scrubbed = memo.get(value)
-        if scrubbed is None:
-            scrubbed = memo[value] = redact(value)
-        return scrubbed
+        scrubbed = memo.get(value, _UNSEEN)
+        if scrubbed is _UNSEEN:
+            redacted = redact(value)
+            scrubbed = memo[value] = None if redacted == value else redacted
+        return value if scrubbed is None else scrubbed
     if isinstance(value, Mapping):
         items = [(_scrub_memoized(k, redact, memo), _scrub_memoized(v, redact, memo)) for k, v in value.items()]
         if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
@@ -177,7 +183,7 @@ def _scrub_headers(headers: Mapping[str, str], *, keep: Callable[[str], bool]) -
 # Interactions
 
 
-def scrub_request(request: RecordedRequest, memo: dict[str, str] | None = None) -> RecordedRequest:
+def scrub_request(request: RecordedRequest, memo: ScrubMemo | None = None) -> RecordedRequest:
     """The request as a cassette stores it: secret and volatile headers gone, texts scrubbed
     (``memo``: see `scrub_value`)."""
     return replace(
@@ -188,7 +194,7 @@ def scrub_request(request: RecordedRequest, memo: dict[str, str] | None = None) 
     )
 
 
-def scrub_response(response: RecordedResponse, memo: dict[str, str] | None = None) -> RecordedResponse:
+def scrub_response(response: RecordedResponse, memo: ScrubMemo | None = None) -> RecordedResponse:
     """The response as a cassette stores it: secret and volatile headers gone, body scrubbed
     (``memo``: see `scrub_value`)."""
     body: Any = response.body
@@ -205,7 +211,7 @@ def scrub_response(response: RecordedResponse, memo: dict[str, str] | None = Non
 _DELTA_FIELDS: Final = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
 
 
-def scrub_sse_events(events: Sequence[SseEvent], memo: dict[str, str] | None = None) -> list[SseEvent]:
+def scrub_sse_events(events: Sequence[SseEvent], memo: ScrubMemo | None = None) -> list[SseEvent]:
     """A stream's events scrubbed. A content block's deltas are redacted as one text (a secret
     may be split across two deltas), keeping one delta per event, so the answer the SDK puts
     together is the answer redacted whole, as the next request (which carries it) is; every
@@ -249,7 +255,7 @@ def _delta_field(data: Any) -> str | None:
     return delta_field if delta_field is not None and isinstance(delta.get(delta_field), str) else None
 
 
-def scrub_interaction(interaction: Interaction, memo: dict[str, str] | None = None) -> Interaction:
+def scrub_interaction(interaction: Interaction, memo: ScrubMemo | None = None) -> Interaction:
     """Both halves scrubbed; the input is not changed (``memo``: see `scrub_value`)."""
     return Interaction(scrub_request(interaction.request, memo), scrub_response(interaction.response, memo))
 
@@ -257,7 +263,7 @@ def scrub_interaction(interaction: Interaction, memo: dict[str, str] | None = No
 def scrub_interactions(interactions: Iterable[Interaction]) -> list[Interaction]:
     """`scrub_interaction` of each, as a cassette is written: each distinct string redacted once
     (the memo lives for this one call, so it holds no memory after)."""
-    memo: dict[str, str] = {}
+    memo: ScrubMemo = {}
     return [scrub_interaction(interaction, memo) for interaction in interactions]
 
 

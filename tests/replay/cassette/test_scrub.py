@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -126,13 +128,21 @@ def test_a_cassettes_interactions_scrub_as_each_alone_though_each_string_is_reda
         request = RecordedRequest(method="POST", uri="https://x/v1/messages", body={"messages": history})
         response = RecordedResponse(status=200, kind=BodyKind.JSON, body={"content": f"reply {turn} {said}"})
         interactions.append(Interaction(request, response))
+    # The first request again, as a new recording parses it: equal strings, new objects.
+    interactions.append(
+        Interaction(
+            replace(interactions[0].request, body=json.loads(json.dumps(interactions[0].request.body))),
+            interactions[0].response,
+        )
+    )
 
     scrubbed = scrub_interactions(interactions)
 
     assert scrubbed == [scrub_interaction(interaction) for interaction in interactions]
     assert KEY not in repr(scrubbed) and "abc12345" not in repr(scrubbed)
-    assert "[REDACTED:anthropic-api-key]" in repr(scrubbed[-1].request.body)
+    assert "[REDACTED:anthropic-api-key]" in repr(scrubbed[3].request.body)
     assert scrubbed[0].request.body is interactions[0].request.body, "a clean body is kept as it is"
+    assert scrubbed[-1].request.body is interactions[-1].request.body, "and so is a clean body seen before"
 
 
 def test_a_recorders_body_scrub_is_scrub_bytes_and_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
