@@ -31,7 +31,7 @@ from replay.cassette._native import (
 )
 from replay.cassette._source import HEAD, FileChanged, FileSource, NotUtf8, Source, TextSource
 from replay.cassette._vcrpy import VCRPY_FORMAT_VERSION, interactions_from_vcrpy, is_vcrpy_shape
-from replay.cassette.scrub import scrub_interaction
+from replay.cassette.scrub import scrub_interactions
 from replay.storage.atomic import FileWriteError, atomic_write_text
 from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml_data, yaml_problem
 
@@ -301,7 +301,7 @@ def save_cassette(cassette: Cassette, path: str | PathLike[str]) -> None:
 def render_cassette(cassette: Cassette, source_name: str) -> str:
     """`dumps_cassette`, naming the file ``source_name`` in errors."""
     scrubbed = Cassette(
-        interactions=[scrub_interaction(i) for i in cassette.interactions],
+        interactions=scrub_interactions(cassette.interactions),
         recorded_paths=dict(cassette.recorded_paths),
         metadata=dict(cassette.metadata),
     )

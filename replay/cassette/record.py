@@ -15,6 +15,8 @@ import contextvars
 import dataclasses
 import functools
 import json
+import os
+import ssl
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
 from replay.cassette.record_mode import RecordMode, RecordModeError, parse_record_mode
 from replay.cassette.rewrite import CassetteRewrite, DivergenceHook, RewriteCounts
-from replay.cassette.scrub import scrub_bytes, scrub_vcr_request, scrub_vcr_response
+from replay.cassette.scrub import RequestBodyScrub, scrub_bytes, scrub_vcr_request, scrub_vcr_response
 from replay.cassette.transport import (
     CONNECTION_FAILED_MESSAGE,
     CassetteMismatchError,
@@ -104,6 +106,8 @@ class CassetteRecorder:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._collected: dict[str, Any] | None = None
         self._clients: list[httpx2.AsyncClient] = []
+        # Each recorded request's body is scrubbed once, not once by us and thrice by vcrpy.
+        self._scrub_body = RequestBodyScrub()
         # Every request of the session in order, answered from the cassette or recorded.
         self.request_log: list[LoggedRequest] = []
         # The session clock the logged requests are stamped with; set it before the first
@@ -149,7 +153,7 @@ class CassetteRecorder:
         self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RECORD))
         my_vcr = vcr.VCR(
             record_mode="all",
-            before_record_request=scrub_vcr_request,
+            before_record_request=functools.partial(scrub_vcr_request, scrub_body=self._scrub_body),
             before_record_response=scrub_vcr_response,
             decode_compressed_response=True,
         )
@@ -204,6 +208,7 @@ class CassetteRecorder:
             log=self.request_log,
             rewrite=self.rewrite,
             clock=self.now,
+            scrub_body=self._scrub_body,
         )
 
     def __exit__(
@@ -286,14 +291,16 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         log: list[LoggedRequest] | None = None,
         rewrite: CassetteRewrite | None = None,
         clock: Callable[[], float | None] | None = None,
+        scrub_body: Callable[[bytes], bytes] = scrub_bytes,
     ) -> None:
         self.player = player
+        self._scrub_body = scrub_body
         self.rewrite = rewrite
         self.clock = clock
         self._normalizer = normalizer or Normalizer()
         self.log: list[LoggedRequest] = log if log is not None else []
         self._vcr_cassette = vcr_cassette
-        self.inner = inner or httpx2.AsyncHTTPTransport()
+        self.inner = inner or httpx2.AsyncHTTPTransport(verify=_ssl_context(*_ssl_environment()))
         if not isinstance(self.inner._pool, _CapturingPool):
             self.inner._pool = _CapturingPool(self.inner._pool)
         # How a request goes out (through vcrpy's patch of httpx2): the inner transport, unless
@@ -304,7 +311,7 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         body = await request.aread()
         path = request_path(request)
         key, normalized = fingerprint_with_body(
-            request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer
+            request.method, path, parse_body(self._scrub_body(body)), normalizer=self._normalizer
         )
         logged = LoggedRequest(path, key, body=normalized, at=self.clock() if self.clock is not None else None)
         if self.rewrite is not None:
@@ -367,6 +374,18 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _ssl_environment() -> tuple[str | None, str | None]:
+    return os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+
+
+@functools.lru_cache(maxsize=4)
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx2's default context (it reads the two variables, the key here), made once a process:
+    loading the CA store costs 25 ms of CPU, which every recording paid for its transport even
+    when it only talks to the fake server on loopback. A context is safe to share."""
+    return httpx2.create_ssl_context()
 
 
 class _CapturingPool:

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from replay.cassette.content_encoding import decode_content_encoding
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
-from replay.redact.redactor import current_redactor
+from replay.redact.redactor import Redactor, current_redactor
 
 __all__ = [
     "REDACTED",
@@ -42,10 +42,12 @@ __all__ = [
     "VOLATILE_REQUEST_HEADER_PREFIXES",
     "VOLATILE_RESPONSE_HEADERS",
     "VOLATILE_RESPONSE_HEADER_PREFIXES",
+    "RequestBodyScrub",
     "keeps_request_header",
     "keeps_response_header",
     "scrub_bytes",
     "scrub_interaction",
+    "scrub_interactions",
     "scrub_request",
     "scrub_response",
     "scrub_sse_events",
@@ -111,10 +113,42 @@ def scrub_bytes(data: bytes) -> bytes:
     return current_redactor().redact_bytes(data)
 
 
-def scrub_value(value: Any) -> Any:
+def scrub_value(value: Any, memo: ScrubMemo | None = None) -> Any:
     """A JSON value with every string (keys too) scrubbed: a copy, or the value itself when it
-    holds nothing to scrub."""
-    return current_redactor().redact_value(value)
+    holds nothing to scrub. With a ``memo`` (for one pass over many values) each distinct string
+    is redacted once: a session's requests re-send its history, so a cassette's strings are
+    mostly repeats, and redacting each anew made saving O(n²)."""
+    redactor = current_redactor()
+    if memo is None:
+        return redactor.redact_value(value)
+    return _scrub_memoized(value, redactor.redact_text, memo)
+
+
+# A string's scrubbed form, or None when scrubbing leaves it as it is.
+ScrubMemo = dict[str, str | None]
+_UNSEEN: Final = object()
+
+
+def _scrub_memoized(value: Any, redact: Callable[[str], str], memo: ScrubMemo) -> Any:
+    # `Redactor.redact_value`, each string looked up in ``memo`` first: same result, same
+    # sharing (the value itself when nothing in it changed).
+    if isinstance(value, str):
+        scrubbed = memo.get(value, _UNSEEN)
+        if scrubbed is _UNSEEN:
+            redacted = redact(value)
+            scrubbed = memo[value] = None if redacted == value else redacted
+        return value if scrubbed is None else scrubbed
+    if isinstance(value, Mapping):
+        items = [(_scrub_memoized(k, redact, memo), _scrub_memoized(v, redact, memo)) for k, v in value.items()]
+        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list):
+        scrubbed_items = [_scrub_memoized(item, redact, memo) for item in value]
+        if all(new is old for new, old in zip(scrubbed_items, value, strict=True)):
+            return value
+        return scrubbed_items
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,23 +183,25 @@ def _scrub_headers(headers: Mapping[str, str], *, keep: Callable[[str], bool]) -
 # Interactions
 
 
-def scrub_request(request: RecordedRequest) -> RecordedRequest:
-    """The request as a cassette stores it: secret and volatile headers gone, texts scrubbed."""
+def scrub_request(request: RecordedRequest, memo: ScrubMemo | None = None) -> RecordedRequest:
+    """The request as a cassette stores it: secret and volatile headers gone, texts scrubbed
+    (``memo``: see `scrub_value`)."""
     return replace(
         request,
         uri=scrub_text(request.uri),
         headers=_scrub_headers(request.headers, keep=keeps_request_header),
-        body=scrub_value(request.body),
+        body=scrub_value(request.body, memo),
     )
 
 
-def scrub_response(response: RecordedResponse) -> RecordedResponse:
-    """The response as a cassette stores it: secret and volatile headers gone, body scrubbed."""
+def scrub_response(response: RecordedResponse, memo: ScrubMemo | None = None) -> RecordedResponse:
+    """The response as a cassette stores it: secret and volatile headers gone, body scrubbed
+    (``memo``: see `scrub_value`)."""
     body: Any = response.body
     if response.kind is BodyKind.SSE:
-        body = scrub_sse_events(response.body)
+        body = scrub_sse_events(response.body, memo)
     elif response.kind in (BodyKind.JSON, BodyKind.TEXT):
-        body = scrub_value(response.body)
+        body = scrub_value(response.body, memo)
     elif response.kind is BodyKind.BINARY:
         body = base64.b64encode(scrub_bytes(base64.b64decode(response.body))).decode("ascii")
     return replace(response, headers=_scrub_headers(response.headers, keep=keeps_response_header), body=body)
@@ -175,7 +211,7 @@ def scrub_response(response: RecordedResponse) -> RecordedResponse:
 _DELTA_FIELDS: Final = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
 
 
-def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
+def scrub_sse_events(events: Sequence[SseEvent], memo: ScrubMemo | None = None) -> list[SseEvent]:
     """A stream's events scrubbed. A content block's deltas are redacted as one text (a secret
     may be split across two deltas), keeping one delta per event, so the answer the SDK puts
     together is the answer redacted whole, as the next request (which carries it) is; every
@@ -187,13 +223,13 @@ def scrub_sse_events(events: Sequence[SseEvent]) -> list[SseEvent]:
     scrubbed = []
     for position, event in enumerate(events):
         if position not in pieces:
-            scrubbed.append(SseEvent(event.event, scrub_value(event.data)))
+            scrubbed.append(SseEvent(event.event, scrub_value(event.data, memo)))
             continue
         delta_field = _delta_field(event.data)
         assert delta_field is not None
-        delta = {k: v if k == delta_field else scrub_value(v) for k, v in event.data["delta"].items()}
+        delta = {k: v if k == delta_field else scrub_value(v, memo) for k, v in event.data["delta"].items()}
         delta[delta_field] = pieces[position]
-        data = {k: delta if k == "delta" else scrub_value(v) for k, v in event.data.items()}
+        data = {k: delta if k == "delta" else scrub_value(v, memo) for k, v in event.data.items()}
         scrubbed.append(SseEvent(event.event, data))
     return scrubbed
 
@@ -219,17 +255,44 @@ def _delta_field(data: Any) -> str | None:
     return delta_field if delta_field is not None and isinstance(delta.get(delta_field), str) else None
 
 
-def scrub_interaction(interaction: Interaction) -> Interaction:
-    """Both halves scrubbed; the input is not changed."""
-    return Interaction(scrub_request(interaction.request), scrub_response(interaction.response))
+def scrub_interaction(interaction: Interaction, memo: ScrubMemo | None = None) -> Interaction:
+    """Both halves scrubbed; the input is not changed (``memo``: see `scrub_value`)."""
+    return Interaction(scrub_request(interaction.request, memo), scrub_response(interaction.response, memo))
+
+
+def scrub_interactions(interactions: Iterable[Interaction]) -> list[Interaction]:
+    """`scrub_interaction` of each, as a cassette is written: each distinct string redacted once
+    (the memo lives for this one call, so it holds no memory after)."""
+    memo: ScrubMemo = {}
+    return [scrub_interaction(interaction, memo) for interaction in interactions]
 
 
 # ---------------------------------------------------------------------------------------------
 # vcrpy hooks (before_record_request / before_record_response)
 
 
-def scrub_vcr_request(request: Any) -> Any:
-    """A scrubbed copy of a ``vcr.request.Request``; usable as vcrpy's ``before_record_request``."""
+class RequestBodyScrub:
+    """`scrub_bytes` for one recorder's request bodies, remembering the last body and its result:
+    vcrpy scrubs a recorded request three times (`scrub_vcr_request`: as it looks the request up,
+    and as it keeps it), and the recorder once more to fingerprint it, each a pass over the whole
+    history the request carries. A recorder's own, so no body outlives it."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Redactor, bytes, bytes] | None = None
+
+    def __call__(self, body: bytes) -> bytes:
+        redactor = current_redactor()
+        last = self._last
+        if last is not None and last[0] is redactor and last[1] == body:
+            return last[2]
+        scrubbed = redactor.redact_bytes(body)
+        self._last = (redactor, body, scrubbed)
+        return scrubbed
+
+
+def scrub_vcr_request(request: Any, scrub_body: Callable[[bytes], bytes] | None = None) -> Any:
+    """A scrubbed copy of a ``vcr.request.Request``; usable as vcrpy's ``before_record_request``
+    (``scrub_body``: a `RequestBodyScrub` to share)."""
     scrubbed = copy.copy(request)
     scrubbed.uri = scrub_text(request.uri)
     scrubbed.headers = {
@@ -239,7 +302,9 @@ def scrub_vcr_request(request: Any) -> Any:
     # clients are left to vcrpy's own filters.
     body = request.body
     if isinstance(body, (bytes, str)):
-        scrubbed.body = _scrub_raw(body.encode("utf-8") if isinstance(body, str) else body)
+        raw = body.encode("utf-8") if isinstance(body, str) else body
+        # Without NUL bytes `scrub_bytes` is `_scrub_raw`: both redact the UTF-8 text as text.
+        scrubbed.body = scrub_body(raw) if scrub_body is not None and b"\x00" not in raw else _scrub_raw(raw)
     return scrubbed
 
 

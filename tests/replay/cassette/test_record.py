@@ -161,6 +161,20 @@ async def test_compaction_requests_are_recorded_in_order(tmp_path: Path) -> None
     assert "tools" not in interactions[1].request.body  # the summary request
 
 
+def test_recordings_share_one_tls_context_made_for_the_environments_certificates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def tls_context(name: str) -> object:
+        with CassetteRecorder(tmp_path / name, mode=RecordMode.ALL) as recorder:
+            return recorder.recording_transport().inner._pool._ssl_context
+
+    first = tls_context("a.yaml")
+
+    assert tls_context("b.yaml") is first, "loading the CA store once a process, not once a recording"
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    assert tls_context("c.yaml") is not first
+
+
 async def test_a_key_never_reaches_any_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     with FakeModelServer(FakeModel(scenario(f"echo {SECRET_KEY}"))) as server:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -12,9 +14,12 @@ from vcr.request import Request
 
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse, SseEvent
 from replay.cassette.scrub import (
+    RequestBodyScrub,
     keeps_request_header,
     keeps_response_header,
+    scrub_bytes,
     scrub_interaction,
+    scrub_interactions,
     scrub_text,
     scrub_vcr_request,
     scrub_vcr_response,
@@ -112,6 +117,45 @@ def test_every_body_kind_is_scrubbed(kind: BodyKind) -> None:
 
     assert KEY.encode() not in scrubbed.body_bytes()
     assert b"[REDACTED:anthropic-api-key]" in scrubbed.body_bytes()
+
+
+def test_a_cassettes_interactions_scrub_as_each_alone_though_each_string_is_redacted_once() -> None:
+    # A session re-sends its history: the planted key is in every later request's strings.
+    history: list[dict[str, str]] = []
+    interactions = []
+    for turn, said in enumerate(["hello", f"my key is {KEY}", "Bearer abc12345", "thanks"]):
+        history = [*history, {"role": "user", "content": said}, {"role": "assistant", "content": f"reply {turn}"}]
+        request = RecordedRequest(method="POST", uri="https://x/v1/messages", body={"messages": history})
+        response = RecordedResponse(status=200, kind=BodyKind.JSON, body={"content": f"reply {turn} {said}"})
+        interactions.append(Interaction(request, response))
+    # The first request again, as a new recording parses it: equal strings, new objects.
+    interactions.append(
+        Interaction(
+            replace(interactions[0].request, body=json.loads(json.dumps(interactions[0].request.body))),
+            interactions[0].response,
+        )
+    )
+
+    scrubbed = scrub_interactions(interactions)
+
+    assert scrubbed == [scrub_interaction(interaction) for interaction in interactions]
+    assert KEY not in repr(scrubbed) and "abc12345" not in repr(scrubbed)
+    assert "[REDACTED:anthropic-api-key]" in repr(scrubbed[3].request.body)
+    assert scrubbed[0].request.body is interactions[0].request.body, "a clean body is kept as it is"
+    assert scrubbed[-1].request.body is interactions[-1].request.body, "and so is a clean body seen before"
+
+
+def test_a_recorders_body_scrub_is_scrub_bytes_and_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    scrub_body = RequestBodyScrub()
+    body = b'{"content": "' + KEY.encode() + b' and the project code ZEPHYR-ORCHARD-4471"}'
+    assert scrub_body(body) == scrub_bytes(body)
+    assert scrub_body(bytes(body)) == scrub_bytes(body), "the same body again, as vcrpy's copy of it"
+    assert b"ZEPHYR" in scrub_body(body)
+
+    monkeypatch.setenv("PROJECT_SECRET", "ZEPHYR-ORCHARD-4471")
+
+    assert scrub_body(body) == scrub_bytes(body)
+    assert b"ZEPHYR" not in scrub_body(body), "a credential set since is redacted from the same body"
 
 
 def test_find_secrets_reports_line_column_and_kind_without_repeating_the_secret() -> None:

@@ -21,7 +21,8 @@ def test_a_10_mb_tool_input_records_linearly_and_replays_match_in_bounded_memory
     scenario = tmp_path / "scenario.yaml"
     write = {"name": "Write", "input": {"file_path": "big.txt", "content": "x" * CONTENT_BYTES}}
     scenario.write_text(
-        yaml.safe_dump(
+        # libyaml's emitter: PyYAML's own scans a 10 MB scalar a character at a time (4 s).
+        yaml.dump(
             {
                 "version": 1,
                 "name": "ten-megabyte-input",
@@ -31,7 +32,8 @@ def test_a_10_mb_tool_input_records_linearly_and_replays_match_in_bounded_memory
                     {"content": [{"tool_use": write}], "usage": {"input_tokens": 100, "output_tokens": 30}},
                     {"content": [{"text": "Done."}], "usage": {"input_tokens": 200, "output_tokens": 3}},
                 ],
-            }
+            },
+            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
         )
     )
     bundle = tmp_path / "bundle"
