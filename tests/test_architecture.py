@@ -29,7 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = (
 ALLOWED_SIDEWAYS = {("replay.trace", "replay.cassette")}
 # Foundation modules: anything may import them, and they import nothing of the project but
 # one another.
-FOUNDATION = {"replay.lazy_exports", "replay.loopback", "replay.network_guard"}
+FOUNDATION = {"replay.collector", "replay.lazy_exports", "replay.loopback", "replay.network_guard"}
 # Top-level modules of replay, each a package of its own for these rules.
 STANDALONE = {"replay", "replay.respx_alias", *FOUNDATION}
 

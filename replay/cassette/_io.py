@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final
@@ -32,10 +30,11 @@ from replay.cassette._native import (
 from replay.cassette._source import HEAD, FileChanged, FileSource, NotUtf8, Source, TextSource
 from replay.cassette._vcrpy import VCRPY_FORMAT_VERSION, interactions_from_vcrpy, is_vcrpy_shape
 from replay.cassette.scrub import scrub_interactions
+from replay.collector import collector_paused
 from replay.storage.atomic import FileWriteError, atomic_write_text
 from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, dump_yaml, load_yaml_data, yaml_problem
 
-__all__ = ["collector_paused", "dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
+__all__ = ["dumps_cassette", "load_cassette", "loads_cassette", "render_cassette", "save_cassette"]
 
 _HEADER: Final = f"# agent-replay cassette, format version {CASSETTE_FORMAT_VERSION} (see docs/cassettes.md)\n"
 # The last line of every native file: a file that fails to load and lacks it was cut short.
@@ -99,21 +98,6 @@ def loads_cassette(text: str, *, source_name: str) -> Cassette:
     """The cassette in ``text``; ``source_name`` names it in errors."""
     with collector_paused():
         return _loads_cassette(TextSource(text), source_name)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, back on after it (even when it
-    raises), unless it was already off. Loading builds hundreds of thousands of objects and
-    none of them is garbage yet, but each allocation burst triggers collections that walk all
-    of them again: with the collector on, loading 10,000 interactions took a third longer."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _is_blank(source: Source) -> bool:

@@ -14,6 +14,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from replay.cli.common import BAD_INPUT, one_line
 from replay.cli.plain_values import convert_plainly
+from replay.collector import no_collection_at_exit
 
 __all__ = ["ReplayCommand", "ReplayGroup", "usage_error_line"]
 
@@ -95,6 +96,7 @@ class ReplayGroup(_NamesItsCommand, TyperGroup):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        no_collection_at_exit()  # the command line's process ends after this: see replay.collector
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except NoArgsIsHelpError as exc:  # `replay` alone: the help is already printed

@@ -11,6 +11,7 @@ import typer
 
 from replay.cli.common import bad_input, count, fail, say_waiting
 from replay.cli.signals import cleanup_on_sigterm
+from replay.collector import collector_paused
 from replay.loopback import is_loopback
 
 __all__ = ["record", "serve"]
@@ -101,8 +102,9 @@ def record(
     if live and not prompts:
         fail("replay record --live needs at least one --prompt TEXT: the prompts are what the user says.")
     # imported here, not above: `replay --help` must not import the SDK
-    from replay.session.bundle import SESSION_FILE
-    from replay.session.recording import record_bundle
+    with collector_paused():  # see replay.collector
+        from replay.session.bundle import SESSION_FILE
+        from replay.session.recording import record_bundle
 
     api_key = os.environ.get(API_KEY_VARIABLE) if live else None
     if live and not api_key:

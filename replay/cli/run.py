@@ -22,6 +22,7 @@ from replay.cli.common import (
 )
 from replay.cli.signals import cleanup_on_sigterm
 from replay.cli.tables import Column, print_table
+from replay.collector import collector_paused
 
 if TYPE_CHECKING:
     from replay.session.runner import RunReport
@@ -88,8 +89,9 @@ def run(
     """
     import asyncio
 
-    from replay.session.runner import run_bundle
-    from replay.trace.cache_summary import unexpected_breaks
+    with collector_paused():  # the SDK and the engine: see replay.collector
+        from replay.session.runner import run_bundle
+        from replay.trace.cache_summary import unexpected_breaks
 
     code = OK
     reports: list[dict[str, object]] = []
@@ -205,7 +207,8 @@ def verify(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from replay.session.verify import exit_code, find_bundles, start_workers, verify_bundles
+    with collector_paused():  # imported before the workers fork: see replay.collector
+        from replay.session.verify import exit_code, find_bundles, start_workers, verify_bundles
 
     with bad_input():
         if jobs < 1:
@@ -272,7 +275,8 @@ def _rerecord_all(bundles: list[Path]) -> None:
     """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
     import asyncio
 
-    from replay.session.rerecord import rerecord_bundle
+    with collector_paused():
+        from replay.session.rerecord import rerecord_bundle
 
     changed = 0
     for bundle in bundles:
