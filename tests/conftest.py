@@ -4,6 +4,7 @@ run; and the order the slowest files start in."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -88,6 +89,21 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if getattr(config.option, "dist", "no") == "no" and getattr(config.option, "numprocesses", None):
         config.option.dist = "loadfile"
         config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Collecting imports every test module, the SDK and the engine: hundreds of thousands of
+    objects, none of them garbage, that the cyclic collector would walk again and again."""
+    gc.disable()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collector on again, with what collecting built frozen: it lives until the end, so every
+    full collection during the tests would walk it for nothing."""
+    gc.enable()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
