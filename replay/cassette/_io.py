@@ -57,9 +57,7 @@ def load_cassette(path: str | PathLike[str]) -> Cassette:
     except FileNotFoundError:
         raise CassetteError(str(path), "does not exist; record it first with record mode once or all.") from None
     except OSError as err:
-        raise CassetteError(
-            str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
-        ) from None
+        raise _unreadable(path, err) from None
     if not path.is_file():
         raise CassetteError(str(path), "is not a file; point to the cassette file itself.")
     if size > MAX_CASSETTE_BYTES:
@@ -78,9 +76,7 @@ def load_cassette(path: str | PathLike[str]) -> Cassette:
     except FileChanged:
         raise CassetteError(str(path), "changed while it was being read; load it again.") from None
     except OSError as err:
-        raise CassetteError(
-            str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
-        ) from None
+        raise _unreadable(path, err) from None
     try:
         path.read_bytes().decode("utf-8-sig")  # not UTF-8: where, in the words of the decoder
     except UnicodeDecodeError as err:
@@ -88,9 +84,7 @@ def load_cassette(path: str | PathLike[str]) -> Cassette:
             str(path), f"is not UTF-8 text (byte {err.start} cannot be decoded); it looks corrupt — {_RESTORE}."
         ) from None
     except OSError as err:
-        raise CassetteError(
-            str(path), f"cannot be read ({err.strerror}); check the path and its permissions."
-        ) from None
+        raise _unreadable(path, err) from None
     raise CassetteError(str(path), "changed while it was being read; load it again.")
 
 

@@ -23,6 +23,8 @@ from itertools import accumulate
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from replay.cassette.decoded_on_read import DecodedOnRead
+
 __all__ = [
     "BodyKind",
     "EncodedEvents",
@@ -125,26 +127,6 @@ class EncodedEvents:
         return [_decode_chunk(chunk) for chunk in self.chunks]
 
 
-class _EventsOnRead:
-    """The descriptor behind `RecordedResponse.body`: `EncodedEvents` given to it are parsed at
-    the first read, then kept (see `_ParsedOnRead` in transport.py for the same idea)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}"
-
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
-        if instance is None:
-            return None  # the dataclass field's default
-        value = instance.__dict__[self._slot]
-        if type(value) is EncodedEvents:
-            value = instance.__dict__[self._slot] = value.events()
-        return value
-
-    def __set__(self, instance: object, value: Any) -> None:
-        # The dataclass passes the descriptor itself when no body is given.
-        instance.__dict__[self._slot] = None if isinstance(value, _EventsOnRead) else value
-
-
 @dataclass(frozen=True, kw_only=True)
 class RecordedResponse:
     """A response as received, and the fault that cut it short, if any."""
@@ -154,7 +136,7 @@ class RecordedResponse:
     kind: BodyKind = BodyKind.EMPTY
     # list[SseEvent] for SSE (given as `EncodedEvents` by the loader, parsed when read), the
     # JSON value, the text, or base64 text for binary.
-    body: Any = field(default=_EventsOnRead())
+    body: Any = field(default=DecodedOnRead(EncodedEvents, EncodedEvents.events))
     fault: RecordedFault | None = None
     # The chunks a client reads, encoded at the first replay and kept: a response is replayed
     # as often as it is requested, and encoding its events is most of a replay's own cost.

@@ -7,8 +7,9 @@ caches hold, so a replay's request log and the keys kept by raw body
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["NormalizedText"]
 
@@ -28,6 +29,10 @@ class NormalizedText:
     @property
     def text(self) -> str:
         return "{" + ",".join(_member_text(member) for member in self.members) + "}"
+
+    def parsed(self) -> Any:
+        """The body as data: its text, parsed."""
+        return json.loads(self.text)
 
     def size(self) -> int:
         """The length of `text`, without joining it."""

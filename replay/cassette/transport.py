@@ -24,6 +24,7 @@ import httpx2
 
 from replay.cassette._io import load_cassette
 from replay.cassette._model import Cassette
+from replay.cassette.decoded_on_read import DecodedOnRead
 from replay.cassette.fingerprints import (
     Normalizer,
     canonical_json,
@@ -76,27 +77,6 @@ class UnplayedInteractionsError(Exception):
     """Strict mode: recorded interactions that no request asked for."""
 
 
-class _ParsedOnRead:
-    """The descriptor behind `LoggedRequest.body`: a `NormalizedText` given to it (the pieces
-    of the normalized text, shared with the player's caches) is joined and parsed at the first
-    read (the cache audit reads bodies; a replay alone never does), then kept."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}"
-
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
-        if instance is None:
-            return None  # the dataclass field's default
-        value = instance.__dict__[self._slot]
-        if isinstance(value, NormalizedText):
-            value = instance.__dict__[self._slot] = json.loads(value.text)
-        return value
-
-    def __set__(self, instance: object, value: Any) -> None:
-        # The dataclass passes the descriptor itself when no body is given.
-        instance.__dict__[self._slot] = None if isinstance(value, _ParsedOnRead) else value
-
-
 @dataclass(frozen=True)
 class LoggedRequest:
     """A request the transport saw, in order: its path, its fingerprint, whether the cassette
@@ -108,9 +88,9 @@ class LoggedRequest:
     path: str
     fingerprint: str
     matched: bool = True
-    # Parsed from its normalized text at the first read (see `_ParsedOnRead`); not in the repr,
+    # Parsed from its normalized text at the first read (see `DecodedOnRead`); not in the repr,
     # which asyncio takes of a finished task's result (a session's whole request log).
-    body: Any = field(default=_ParsedOnRead(), repr=False)
+    body: Any = field(default=DecodedOnRead(NormalizedText, NormalizedText.parsed), repr=False)
     at: float | None = None
     # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
     answered: bool = True
