@@ -79,7 +79,8 @@ def place_message_breakpoint(
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and "cache_control" in block:
-                    placed[index] = _message_unmarked(message)
+                    unmarked = [_unmarked(b) if isinstance(b, dict) else b for b in content]
+                    placed[index] = {**message, "content": unmarked}
                     break
     target = len(placed) - (2 if skip_cache_write else 1)
     if target < 0:
@@ -163,12 +164,3 @@ def _unmarked(block: JsonDict) -> JsonDict:
     if "cache_control" not in block:
         return block
     return {k: v for k, v in block.items() if k != "cache_control"}
-
-
-def _message_unmarked(message: JsonDict) -> JsonDict:
-    content = message.get("content")
-    if isinstance(content, list):
-        for block in content:  # a loop, not any(): this runs over the whole history every request
-            if isinstance(block, dict) and "cache_control" in block:
-                return {**message, "content": [_unmarked(b) if isinstance(b, dict) else b for b in content]}
-    return message

@@ -15,6 +15,8 @@ import codecs
 import hashlib
 from typing import IO, Final
 
+from replay.cassette._compiled import text_digest
+
 __all__ = ["HEAD", "FileChanged", "FileSource", "NotUtf8", "Source", "TextSource"]
 
 HEAD: Final = 4096  # characters kept from each end
@@ -49,7 +51,7 @@ class TextSource:
         return self._text
 
     def digest(self) -> str:
-        return hashlib.sha256(self._text.encode("utf-8", "surrogatepass")).hexdigest()
+        return text_digest(self._text)
 
     def parse_input(self) -> str:
         return self._text

@@ -28,10 +28,14 @@ class DecodedOnRead:
     def __get__(self, instance: object, owner: type | None = None) -> Any:
         if instance is None:
             return None  # the dataclass field's default
-        value = instance.__dict__[self._slot]
+        value = self.stored(instance)
         if type(value) is self._encoded:
             value = instance.__dict__[self._slot] = self._decode(value)
         return value
+
+    def stored(self, instance: object) -> Any:
+        """What the field holds now, not decoded (an encoded value stays encoded)."""
+        return instance.__dict__[self._slot]
 
     def __set__(self, instance: object, value: Any) -> None:
         # The dataclass passes the descriptor itself when no value is given.

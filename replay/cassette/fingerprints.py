@@ -86,7 +86,7 @@ class Normalizer:
         for path, placeholder in self.roots:
             if path and path in text:
                 text = text.replace(path, placeholder)
-        home = _home()
+        home = home_folder()
         if home not in ("", "/") and home in text:
             text = text.replace(home, "<home>")
         if "/" in text:
@@ -148,22 +148,18 @@ def fingerprint(
     """The hex SHA-256 that identifies a request for matching; ``path`` includes the query.
     ``whole_query`` keeps `IGNORED_QUERY_PARAMETERS` too, as fingerprints did before they were
     left out (a cassette written then stores those)."""
-    return _digest(method, path, (normalizer or Normalizer()).body(body), whole_query=whole_query)
+    return digest_normalized(method, path, (normalizer or Normalizer()).body(body), whole_query=whole_query)
 
 
 def fingerprint_with_body(method: str, path: str, body: Any, *, normalizer: Normalizer) -> tuple[str, Any]:
     """The request's `fingerprint` and its body as the fingerprint reads it, parsed (None
     unless it is a JSON object): placeholders for what varies between runs, normalized once."""
     normalized = normalizer.body(body)
-    return _digest(method, path, normalized), json.loads(normalized) if isinstance(body, dict) else None
+    return digest_normalized(method, path, normalized), json.loads(normalized) if isinstance(body, dict) else None
 
 
-def digest_normalized(method: str, path: str, normalized: str) -> str:
+def digest_normalized(method: str, path: str, normalized: str, *, whole_query: bool = False) -> str:
     """The fingerprint of a request whose body's normalized text (`Normalizer.body`) is known."""
-    return _digest(method, path, normalized)
-
-
-def _digest(method: str, path: str, normalized: str, *, whole_query: bool = False) -> str:
     digest = hashlib.sha256()
     digest.update(f"{method.upper()} {path if whole_query else route_key(path)}\n".encode())
     digest.update(normalized.encode("utf-8"))
@@ -174,8 +170,9 @@ _TEMP_PATTERN: re.Pattern[str] | None = None
 _HOME: tuple[str, str] | None = None  # $HOME and what ``~`` expands to with it
 
 
-def _home() -> str:
-    """``os.path.expanduser("~")``, expanded again only when $HOME changes."""
+def home_folder() -> str:
+    """The home folder `Normalizer.text` replaces with ``<home>``: ``os.path.expanduser("~")``,
+    expanded again only when $HOME changes."""
     global _HOME
     variable = os.environ.get("HOME")
     if variable is None:
@@ -184,11 +181,6 @@ def _home() -> str:
     if known is None or known[0] != variable:
         known = _HOME = (variable, os.path.expanduser("~"))
     return known[1]
-
-
-def home_folder() -> str:
-    """The home folder `Normalizer.text` replaces with ``<home>`` (it follows $HOME)."""
-    return _home()
 
 
 def _temp_paths() -> re.Pattern[str]:

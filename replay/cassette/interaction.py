@@ -127,6 +127,10 @@ class EncodedEvents:
         return [_decode_chunk(chunk) for chunk in self.chunks]
 
 
+# The response body: event streams may be kept as `EncodedEvents`, decoded at the first read.
+_BODY: Final = DecodedOnRead(EncodedEvents, EncodedEvents.events)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RecordedResponse:
     """A response as received, and the fault that cut it short, if any."""
@@ -136,7 +140,7 @@ class RecordedResponse:
     kind: BodyKind = BodyKind.EMPTY
     # list[SseEvent] for SSE (given as `EncodedEvents` by the loader, parsed when read), the
     # JSON value, the text, or base64 text for binary.
-    body: Any = field(default=DecodedOnRead(EncodedEvents, EncodedEvents.events))
+    body: Any = field(default=_BODY)
     fault: RecordedFault | None = None
     # The chunks a client reads, encoded at the first replay and kept: a response is replayed
     # as often as it is requested, and encoding its events is most of a replay's own cost.
@@ -157,14 +161,14 @@ class RecordedResponse:
             chunks = self._encode_chunks()
             # Encoded events are cut from their one bytes object again at each replay (cheap),
             # not kept a bytes object per chunk; anything else is kept once encoded.
-            if type(self.__dict__["_body"]) is not EncodedEvents:
+            if type(_BODY.stored(self)) is not EncodedEvents:
                 # Frozen: the cache is the one field set after construction (``replace`` resets it).
                 object.__setattr__(self, "_chunks", chunks)
         return list(chunks)
 
     def _all_chunks(self) -> tuple[bytes, ...]:
         # Every event's chunk, from the encoded events when the body was never parsed.
-        raw = self.__dict__["_body"]
+        raw = _BODY.stored(self)
         if type(raw) is EncodedEvents:
             return raw.chunks
         return tuple(encode_sse_event(e) for e in self.body)

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["NormalizedText"]
+__all__ = ["MESSAGES_OPENING", "NormalizedText"]
 
-_MESSAGES_OPENING: Final = '"messages":['
+MESSAGES_OPENING: Final = '"messages":['
 
 # A body's members in key order: a member's normalized text, or for ``messages`` its elements'.
 _Members = tuple[str | tuple[str, ...], ...]
@@ -43,8 +43,8 @@ class NormalizedText:
 
 
 def _member_text(member: str | tuple[str, ...]) -> str:
-    return member if type(member) is str else _MESSAGES_OPENING + ",".join(member) + "]"
+    return member if type(member) is str else MESSAGES_OPENING + ",".join(member) + "]"
 
 
 def _messages_size(elements: tuple[str, ...]) -> int:
-    return len(_MESSAGES_OPENING) + 1 + sum(map(len, elements)) + max(len(elements) - 1, 0)
+    return len(MESSAGES_OPENING) + 1 + sum(map(len, elements)) + max(len(elements) - 1, 0)

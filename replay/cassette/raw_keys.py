@@ -27,6 +27,7 @@ forgotten.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -122,10 +123,19 @@ def _table(tables: dict[_Context, _Table], context: _Context) -> _Table:
 
 def _roots_absent(normalizer: Normalizer, body: bytes, *, escapes_checked: bool) -> bool:
     """Whether none of ``normalizer``'s roots can be in the decoded text of the JSON ``body``."""
-    for root, _ in normalizer.roots:
-        if not root or not _PLAIN.issuperset(root) or root.encode("ascii") in body:
-            return False
+    plain_roots = _plain_roots(normalizer.roots)
+    if plain_roots is None or any(root in body for root in plain_roots):
+        return False
     return escapes_checked or not (b"\\" in body and _ASCII_ESCAPE.search(body))
+
+
+@functools.lru_cache(maxsize=_CONTEXT_LIMIT)
+def _plain_roots(roots: tuple[tuple[str, str], ...]) -> tuple[bytes, ...] | None:
+    # The roots' bytes, or None when one is empty or not plain (then it may be in any body);
+    # the same for every request of a player, so worked out once (this runs on every hit).
+    if not all(root and _PLAIN.issuperset(root) for root, _ in roots):
+        return None
+    return tuple(root.encode("ascii") for root, _ in roots)
 
 
 _SHARED = RawBodyKeys()

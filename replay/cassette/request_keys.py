@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
-from replay.cassette.normalized_text import NormalizedText
+from replay.cassette.normalized_text import MESSAGES_OPENING, NormalizedText
 from replay.cassette.raw_keys import raw_body_keys
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
@@ -44,7 +44,6 @@ from replay.redact.redactor import Redactor, current_redactor
 __all__ = ["FastKey", "RequestKeys"]
 
 _MESSAGES: Final = "messages"
-_MESSAGES_OPENING: Final = '"messages":['
 # What separates the pieces of a body: a hint or a known value's form without any of these
 # characters lies inside one piece wherever it occurs in the body.
 _STRUCTURE: Final = frozenset('",:[]{}')
@@ -126,7 +125,7 @@ class RequestKeys:
         # Whether the raw-text detectors must read every whole body (a known value that could
         # span two pieces), or only a body with a suspect piece.
         self._whole_text_check = False
-        self._opening = _Piece(_MESSAGES_OPENING, clean=False)  # set with the redactor
+        self._opening = _Piece(MESSAGES_OPENING, clean=False)  # set with the redactor
 
     def key(self, method: str, path: str, body: bytes) -> FastKey | None:
         """The request's fingerprint, or None when only the slow path can tell it."""
@@ -153,9 +152,9 @@ class RequestKeys:
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
             self._whole_text_check = any(_STRUCTURE.intersection(hint) for hint in hints)
             self._opening = _Piece(
-                _MESSAGES_OPENING,
+                MESSAGES_OPENING,
                 redactor.strings_clean((_MESSAGES,)),
-                redactor.may_find_in_raw_text(_MESSAGES_OPENING),
+                redactor.may_find_in_raw_text(MESSAGES_OPENING),
             )
         try:
             members = self._members_of(text, redactor)

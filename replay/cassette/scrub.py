@@ -118,37 +118,11 @@ def scrub_value(value: Any, memo: ScrubMemo | None = None) -> Any:
     holds nothing to scrub. With a ``memo`` (for one pass over many values) each distinct string
     is redacted once: a session's requests re-send its history, so a cassette's strings are
     mostly repeats, and redacting each anew made saving O(n²)."""
-    redactor = current_redactor()
-    if memo is None:
-        return redactor.redact_value(value)
-    return _scrub_memoized(value, redactor.redact_text, memo)
+    return current_redactor().redact_value(value, memo)
 
 
 # A string's scrubbed form, or None when scrubbing leaves it as it is.
 ScrubMemo = dict[str, str | None]
-_UNSEEN: Final = object()
-
-
-def _scrub_memoized(value: Any, redact: Callable[[str], str], memo: ScrubMemo) -> Any:
-    # `Redactor.redact_value`, each string looked up in ``memo`` first: same result, same
-    # sharing (the value itself when nothing in it changed).
-    if isinstance(value, str):
-        scrubbed = memo.get(value, _UNSEEN)
-        if scrubbed is _UNSEEN:
-            redacted = redact(value)
-            scrubbed = memo[value] = None if redacted == value else redacted
-        return value if scrubbed is None else scrubbed
-    if isinstance(value, Mapping):
-        items = [(_scrub_memoized(k, redact, memo), _scrub_memoized(v, redact, memo)) for k, v in value.items()]
-        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
-            return value
-        return dict(items)
-    if isinstance(value, list):
-        scrubbed_items = [_scrub_memoized(item, redact, memo) for item in value]
-        if all(new is old for new, old in zip(scrubbed_items, value, strict=True)):
-            return value
-        return scrubbed_items
-    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ _CACHE_LIMIT: Final = 65_536
 _CACHE_CHARACTERS: Final = 16_000_000
 # What most strings hold: one shared empty set, not one per string.
 _NOTHING: Final[frozenset[Detection]] = frozenset()
+_UNSEEN: Final = object()  # a string not yet in a redaction memo
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,8 +110,17 @@ class Redactor:
 
     def detect_in_string(self, string: str) -> frozenset[Detection]:
         """What `detect` finds in one decoded string of a text (cached: a history is re-sent on
-        every request)."""
-        return self._detect_decoded(string)
+        every request, so its strings are scanned once)."""
+        cached = self._cache.get(string)
+        if cached is None:
+            cached = frozenset(self._scan_decoded(string)) or _NOTHING
+            with self._lock:
+                if len(self._cache) >= _CACHE_LIMIT or self._cached_characters >= _CACHE_CHARACTERS:
+                    self._cache.clear()
+                    self._cached_characters = 0
+                self._cache[string] = cached
+                self._cached_characters += len(string)
+        return cached
 
     def strings_clean(self, strings: Iterable[str], *, remember: bool = True) -> bool:
         """Whether `detect_in_string` finds nothing in any of ``strings``. Every value it
@@ -118,17 +128,11 @@ class Redactor:
         (most keys and small values of a JSON document) are not looked up. Without
         ``remember``, the strings are scanned without being looked up or kept in the cache
         (a caller that keeps its own verdict)."""
-        cache = self._cache
+        detect = self.detect_in_string if remember else self._scan_decoded
         for string in strings:
             if len(string) < MIN_SECRET_LENGTH:
                 continue
-            if remember:
-                found = cache.get(string)
-                if found is None:
-                    found = self._detect_decoded(string)
-            else:
-                found = self._scan_decoded(string)
-            if found:
+            if detect(string):
                 return False
         return True
 
@@ -149,9 +153,6 @@ class Redactor:
             or any(form in text for form in self.known_forms())
         )
 
-    def _detect_decoded(self, string: str) -> frozenset[Detection]:
-        return self._cached(string, lambda: self._scan_decoded(string))
-
     @staticmethod
     def _scan_decoded(string: str) -> set[Detection]:
         found = {Detection(v, k, k) for v, k in token_values(string)}
@@ -161,19 +162,6 @@ class Redactor:
             Detection(v, SecretKind.HIGH_ENTROPY_STRING, SecretKind.HIGH_ENTROPY_STRING) for v in entropy_values(string)
         )
         return found
-
-    def _cached(self, string: str, compute: Any) -> frozenset[Detection]:
-        # A history is re-sent on every request: its strings are scanned once.
-        cached = self._cache.get(string)
-        if cached is None:
-            cached = frozenset(compute()) or _NOTHING
-            with self._lock:
-                if len(self._cache) >= _CACHE_LIMIT or self._cached_characters >= _CACHE_CHARACTERS:
-                    self._cache.clear()
-                    self._cached_characters = 0
-                self._cache[string] = cached
-                self._cached_characters += len(string)
-        return cached
 
     # -- redacting -------------------------------------------------------------------------
 
@@ -207,21 +195,28 @@ class Redactor:
         except UnicodeDecodeError:
             return self.redact_text(data.decode("latin-1"), binary=binary).encode("latin-1")
 
-    def redact_value(self, value: Any) -> Any:
+    def redact_value(self, value: Any, memo: dict[str, str | None] | None = None) -> Any:
         """A JSON value with every string (keys too) redacted: a copy, or the value itself when
-        nothing in it is secret."""
+        nothing in it is secret. With a ``memo`` (a string's redacted form, or None when it has
+        nothing to redact; for one pass over many values) each distinct string is redacted once."""
         if isinstance(value, str):
-            return self.redact_text(value)
+            if memo is None:
+                return self.redact_text(value)
+            redacted = memo.get(value, _UNSEEN)
+            if redacted is _UNSEEN:
+                found = self.redact_text(value)
+                redacted = memo[value] = None if found == value else found
+            return value if redacted is None else redacted
         if isinstance(value, Mapping):
-            items = [(self.redact_value(k), self.redact_value(v)) for k, v in value.items()]
+            items = [(self.redact_value(k, memo), self.redact_value(v, memo)) for k, v in value.items()]
             if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
                 return value
             return dict(items)
         if isinstance(value, list):
-            redacted = [self.redact_value(item) for item in value]
-            if all(new is old for new, old in zip(redacted, value, strict=True)):
+            redacted_items = [self.redact_value(item, memo) for item in value]
+            if all(new is old for new, old in zip(redacted_items, value, strict=True)):
                 return value
-            return redacted
+            return redacted_items
         return value
 
     def locate(self, text: str, *, binary: bool = False) -> list[tuple[int, int, Detection]]:

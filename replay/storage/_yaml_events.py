@@ -82,16 +82,12 @@ class _Scalars:
         if resolvers.get(None):
             raise Unusual  # a wildcard resolver would apply to every scalar: leave it to the loader
         self._resolvers = {first: found for first, found in resolvers.items() if found}
-        self._known: dict[str, Any] = {}
         self._constructor = SafeConstructor()
 
     def plain(self, value: str) -> Any:
         candidates = self._resolvers.get(value[0] if value else "")
         if candidates is None:
             return value
-        known = self._known.get(value, _MISSING)
-        if known is not _MISSING:
-            return known
         for tag, pattern in candidates:
             if pattern.match(value):
                 constructor = self._constructor.yaml_constructors[tag]
@@ -101,7 +97,6 @@ class _Scalars:
             return value
         if not isinstance(result, (int, float, bool)) and result is not None:
             raise Unusual
-        self._known[value] = result
         return result
 
 
