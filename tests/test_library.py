@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 from engine import CompactionTier, Terminal, Transition
 from replay.cli.app import app
+from replay.fake.scenario import load_scenario
+from replay.session.bundle import SCENARIO_FILE, WORKSPACE_DIR, load_bundle
 from replay.session.library_coverage import (
     CATEGORIES,
     COMPACTION_TIERS,
@@ -21,6 +23,7 @@ from replay.session.library_coverage import (
     coverage,
 )
 from replay.session.rerecord import rerecord_bundle
+from replay.session.session_setup import resolve_setup
 from replay.session.verify import find_bundles
 
 LIBRARY = Path(__file__).resolve().parent.parent / "cassettes"
@@ -44,6 +47,39 @@ def test_every_transition_terminal_tier_and_fault_is_exercised_by_some_bundle() 
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=[b.name for b in BUNDLES])
+def test_re_recording_a_bundle_sets_its_session_up_as_recording_its_scenario_does(bundle: Path) -> None:
+    # `replay verify --rerecord` records a bundle again from its session.json and workspace;
+    # `replay record --scenario` records the committed bytes from the scenario alone, bundle by
+    # bundle (tests/replay/session/test_session_setup.py). A recording is a function of its
+    # set-up and seed, so equal set-ups give equal bundles: checked here for every bundle
+    # without recording the library a second time, and recorded below for three.
+    loaded = load_bundle(bundle)
+    scenario = bundle / SCENARIO_FILE
+    by_scenario = resolve_setup(scenario=load_scenario(scenario), scenario_path=scenario)
+    by_rerecord = resolve_setup(
+        scenario=load_scenario(scenario),
+        scenario_path=scenario,
+        prompts=loaded.spec.prompts,
+        settings=loaded.spec.settings,
+        options=loaded.spec.options,
+        workspace=loaded.path / WORKSPACE_DIR,
+    )
+
+    assert by_rerecord == by_scenario
+    assert loaded.spec.seed == 0  # what `replay record` records with
+
+
+RERECORDED = [
+    LIBRARY / name
+    for name in (
+        "cache-break-from-changed-system-prompt",
+        "interrupted-while-streaming",
+        "model-fallback-after-overloads",
+    )
+]
+
+
+@pytest.mark.parametrize("bundle", RERECORDED, ids=[b.name for b in RERECORDED])
 def test_re_recording_a_bundle_from_its_scenario_gives_identical_files(bundle: Path) -> None:
     report = asyncio.run(rerecord_bundle(bundle))
     assert report.differing == []

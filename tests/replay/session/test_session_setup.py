@@ -50,7 +50,11 @@ def test_every_library_scenario_records_its_bundle_byte_for_byte_through_the_cli
 # have a scenario with settings: and session:, with session: only, and with settings: only.
 API_BUNDLES = [
     LIBRARY / name
-    for name in ("cache-break-from-changed-system-prompt", "interrupted-while-streaming", "model-fallback-after-overloads")
+    for name in (
+        "cache-break-from-changed-system-prompt",
+        "interrupted-while-streaming",
+        "model-fallback-after-overloads",
+    )
 ]
 
 
