@@ -36,14 +36,18 @@ def resolve_in_workspace(path: str, root: Path) -> Path:
     """
     if (problem := path_length_problem(path, name="The path")) is not None:
         raise ToolError(problem)
-    real_root = Path(os.path.realpath(root))
-    candidate = Path(path) if os.path.isabs(path) else Path(root) / path
+    # Real paths as strings: both come normalized from realpath, so "inside" is a prefix test
+    # (what Path.is_relative_to answers, without the path objects: every file tool call).
+    real_root = os.path.realpath(root)
+    root_path = root if isinstance(root, Path) else Path(root)
+    candidate = Path(path) if os.path.isabs(path) else root_path / path
     try:
-        real = Path(os.path.realpath(candidate))
+        # The root itself (``.``, a search's default) is the real root already looked up.
+        real = real_root if candidate == root_path else os.path.realpath(candidate)
     except (ValueError, OSError) as exc:  # e.g. an embedded NUL byte
         raise ToolError(f"Path {path!r} is not a usable file path ({exc}).") from exc
-    if real.is_relative_to(real_root):
-        return real
+    if real == real_root or real.startswith(os.path.join(real_root, "")):
+        return Path(real)
     # Lexically inside but really outside: a symbolic link is what led out, so say so.
     lexical = Path(os.path.abspath(candidate))
     if lexical.is_relative_to(os.path.abspath(root)) or lexical.is_relative_to(real_root):
