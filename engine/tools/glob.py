@@ -16,17 +16,23 @@ from engine.tools.base import (
     ToolUseContext,
 )
 from engine.tools.workspace import (
+    WalkTooLongError,
     backfill_path_field,
     display_path,
-    iter_workspace_files,
     path_permission,
     resolve_in_workspace,
+    workspace_file_paths,
 )
 
 __all__ = ["MAX_GLOB_RESULTS", "GlobTool", "compile_glob"]
 
 MAX_GLOB_RESULTS = 100
 TRUNCATION_NOTE = "(Results are truncated. Consider using a more specific path or pattern.)"
+# A tree of up to this many files and folders is walked on the event loop: handing the walk to
+# a worker thread costs more than walking it (about 0.18 ms of CPU a call, against about 40 µs
+# for a handful of files). Past it the walk starts again in a thread, so the loop is held up for
+# at most this many entries.
+INLINE_WALK_ENTRIES = 256
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:
@@ -163,7 +169,10 @@ class GlobTool(Tool):
         if not base.is_dir():
             raise ToolError(f"Cannot search {tool_input.get('path')}: it is not a directory in the workspace.")
         pattern = pattern.removeprefix("./")
-        matches = await asyncio.to_thread(_matching_files, base, pattern, ctx.workspace_root)
+        try:
+            matches = _matching_files(base, pattern, ctx.workspace_root, max_entries=INLINE_WALK_ENTRIES)
+        except WalkTooLongError:
+            matches = await asyncio.to_thread(_matching_files, base, pattern, ctx.workspace_root)
         if not matches:
             return ToolResult("No files found")
         lines = matches[:MAX_GLOB_RESULTS]
@@ -176,12 +185,17 @@ class GlobTool(Tool):
         backfill_path_field(tool_input, "path", ctx)
 
 
-def _matching_files(base: Path, pattern: str, root: Path) -> list[str]:
-    """Workspace-relative paths of the files under ``base`` whose base-relative path matches."""
+def _matching_files(base: Path, pattern: str, root: Path, *, max_entries: int | None = None) -> list[str]:
+    """Workspace-relative paths of the files under ``base`` whose base-relative path matches
+    (`WalkTooLongError` past ``max_entries``: see `workspace_file_paths`)."""
     regex = compile_glob(pattern)
-    found = [
-        display_path(file, root)
-        for file in iter_workspace_files(base, root)
-        if regex.match(file.relative_to(base).as_posix())
-    ]
+    # The walk's paths are plain strings under ``base`` (a real path inside the workspace's
+    # real root), so both relative forms are slices: no path objects per file.
+    real_root = os.path.join(os.path.realpath(root), "")
+    under_base = os.path.join(os.fspath(base), "")
+    found: list[str] = []
+    for path in workspace_file_paths(base, root, max_entries=max_entries):
+        relative = path[len(under_base) :] if path.startswith(under_base) else Path(path).relative_to(base).as_posix()
+        if regex.match(relative):
+            found.append(path[len(real_root) :] if path.startswith(real_root) else display_path(Path(path), root))
     return sorted(found)

@@ -10,11 +10,13 @@ from engine.tools.base import JsonDict, PermissionDecision, ToolError, ToolUseCo
 from engine.tools.input_limits import path_length_problem
 
 __all__ = [
+    "WalkTooLongError",
     "WorkspaceEscapeError",
     "backfill_path_field",
     "display_path",
     "iter_workspace_files",
     "resolve_in_workspace",
+    "workspace_file_paths",
 ]
 
 # Version-control internals are never what a search is looking for, and they would swamp
@@ -34,14 +36,18 @@ def resolve_in_workspace(path: str, root: Path) -> Path:
     """
     if (problem := path_length_problem(path, name="The path")) is not None:
         raise ToolError(problem)
-    real_root = Path(os.path.realpath(root))
-    candidate = Path(path) if os.path.isabs(path) else Path(root) / path
+    # Real paths as strings: both come normalized from realpath, so "inside" is a prefix test
+    # (what Path.is_relative_to answers, without the path objects: every file tool call).
+    real_root = os.path.realpath(root)
+    root_path = root if isinstance(root, Path) else Path(root)
+    candidate = Path(path) if os.path.isabs(path) else root_path / path
     try:
-        real = Path(os.path.realpath(candidate))
+        # The root itself (``.``, a search's default) is the real root already looked up.
+        real = real_root if candidate == root_path else os.path.realpath(candidate)
     except (ValueError, OSError) as exc:  # e.g. an embedded NUL byte
         raise ToolError(f"Path {path!r} is not a usable file path ({exc}).") from exc
-    if real.is_relative_to(real_root):
-        return real
+    if real == real_root or real.startswith(os.path.join(real_root, "")):
+        return Path(real)
     # Lexically inside but really outside: a symbolic link is what led out, so say so.
     lexical = Path(os.path.abspath(candidate))
     if lexical.is_relative_to(os.path.abspath(root)) or lexical.is_relative_to(real_root):
@@ -61,24 +67,94 @@ def display_path(real: Path, root: Path) -> str:
 
 def iter_workspace_files(base: Path, root: Path) -> Iterator[Path]:
     """Every regular file under ``base`` (a resolved path inside ``root``), in a stable order:
-    a folder's files by name, then its subfolders by name.
+    a folder's files by name, then its subfolders by name (see `workspace_file_paths`)."""
+    for path in workspace_file_paths(base, root):
+        yield Path(path)
+
+
+class WalkTooLongError(Exception):
+    """A walk met more entries than the caller allowed it (`workspace_file_paths`)."""
+
+
+def workspace_file_paths(base: Path, root: Path, *, max_entries: int | None = None) -> Iterator[str]:
+    """The paths of every regular file under ``base`` (a resolved path inside ``root``), in a
+    stable order: a folder's files by name, then its subfolders by name. `WalkTooLongError`
+    once more than ``max_entries`` files and folders have been met (None: no limit).
 
     Directory links are not descended (that is how a walk could leave the workspace or loop),
-    and file links whose target lies outside the workspace are left out.
+    and file links whose target lies outside the workspace are left out. This is what
+    ``os.walk`` (top-down, links not followed) with a test of each file gave, read from the
+    folders' entries instead: a plain file or folder costs no system call beyond its folder's
+    listing, and a folder that cannot be read is skipped as ``os.walk`` skips it.
     """
-    real_root = Path(os.path.realpath(root))
     if base.is_file():
-        yield base
+        yield str(base)
         return
-    for directory, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(name for name in dirnames if name not in _SKIPPED_DIRECTORIES)
-        for name in sorted(filenames):
-            full = Path(directory) / name
-            if not full.is_file():
-                continue  # broken links, sockets, FIFOs
-            if full.is_symlink() and not Path(os.path.realpath(full)).is_relative_to(real_root):
-                continue
-            yield full
+    yield from _Walk(root, max_entries).files(os.fspath(base))
+
+
+class _Walk:
+    """One walk's state: the entries it may still meet, the workspace's real root (looked up
+    at the first link: most walks meet none)."""
+
+    def __init__(self, root: Path, max_entries: int | None) -> None:
+        self.root = root
+        self.left = max_entries
+        self._real_root: Path | None = None
+
+    def files(self, directory: str) -> Iterator[str]:
+        files: list[os.DirEntry[str]] = []
+        folders: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (folders if is_dir else files).append(entry)
+        except OSError:
+            return  # unreadable, or gone while listed: os.walk yields nothing of it either
+        if self.left is not None:
+            self.left -= len(files) + len(folders)
+            if self.left < 0:
+                raise WalkTooLongError(directory)
+        files.sort(key=_name)
+        for entry in files:
+            if _is_symlink(entry):
+                # A link: whether it leads to a file, and whether that file is in the workspace.
+                full = Path(entry.path)
+                if full.is_file() and Path(os.path.realpath(full)).is_relative_to(self.real_root()):
+                    yield entry.path
+            elif _is_plain_file(entry):
+                yield entry.path
+        folders.sort(key=_name)
+        for entry in folders:
+            if entry.name not in _SKIPPED_DIRECTORIES and not _is_symlink(entry):
+                yield from self.files(entry.path)
+
+    def real_root(self) -> Path:
+        if self._real_root is None:
+            self._real_root = Path(os.path.realpath(self.root))
+        return self._real_root
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _is_plain_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def backfill_path_field(tool_input: JsonDict, key: str, ctx: ToolUseContext) -> None:

@@ -56,6 +56,7 @@ __all__ = [
     "Bundle",
     "BundleError",
     "SessionSpec",
+    "check_workspace",
     "copy_workspace",
     "load_bundle",
 ]
@@ -318,9 +319,14 @@ def copy_workspace(source: Path | None, target: Path) -> None:
     if source is None:
         target.mkdir(parents=True)
         return
+    check_workspace(source)
+    shutil.copytree(source, target, symlinks=True)
+
+
+def check_workspace(source: Path) -> None:
+    """The checks made right before a workspace is copied (a recording must not make a bundle
+    that loading would refuse, and a Bundle may have been built before its folder changed):
+    `BundleError` if ``source`` is not a folder a replay can copy without following it out."""
     if not source.is_dir():
         raise BundleError(f"Workspace {source} does not exist or is not a folder.")
-    # Checked again here, right before copying: a recording must not make a bundle that loading
-    # would refuse, and a Bundle may have been built before its folder changed.
     _check_workspace_tree(source)
-    shutil.copytree(source, target, symlinks=True)

@@ -40,7 +40,7 @@ from replay.session.bundle import (
     WORKSPACE_PLACEHOLDER,
     Bundle,
     SessionSpec,
-    copy_workspace,
+    check_workspace,
     load_bundle,
 )
 from replay.storage.stale_folders import ScratchKind, scratch_prefix
@@ -74,12 +74,11 @@ async def replay_bundle(bundle: Bundle | Path, *, strict: bool = True) -> Sessio
     really running, every model call answered from the cassette."""
     if not isinstance(bundle, Bundle):
         bundle = load_bundle(bundle)
-    with tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RUN)) as temp:
-        workspace = Path(temp) / WORKSPACE_DIR
-        copy_workspace(bundle.workspace_path, workspace)
-        return await run_session(
-            bundle.spec, workspace, cassette=bundle.cassette_path, mode=RecordMode.NONE, strict=strict
-        )
+    # Checked as a copy is, then copied once: into the run's own scratch folder by run_session.
+    check_workspace(bundle.workspace_path)
+    return await run_session(
+        bundle.spec, bundle.workspace_path, cassette=bundle.cassette_path, mode=RecordMode.NONE, strict=strict
+    )
 
 
 async def run_session(

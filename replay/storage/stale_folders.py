@@ -30,7 +30,7 @@ class ScratchKind(StrEnum):
 
     RECORD = "record"  # a recorder's scratch copy of the cassette
     SESSION = "session"  # the workspace and session folder a run works in
-    RUN = "run"  # a replay's copy of the bundle's workspace
+    RUN = "run"  # a replay's copy of a bundle's workspace, left by earlier versions (now copied into SESSION's)
     RERECORD = "rerecord"  # a re-recording compared with the committed bundle
 
 

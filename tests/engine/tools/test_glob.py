@@ -16,7 +16,7 @@ from engine.tools import (
     ToolUseContext,
     WorkspaceEscapeError,
 )
-from engine.tools.glob import compile_glob
+from engine.tools.glob import INLINE_WALK_ENTRIES, compile_glob
 
 
 @pytest.fixture
@@ -73,6 +73,13 @@ async def test_more_than_100_matches_are_cut_with_a_note(ctx: ToolUseContext) ->
         "f099.txt",
         "(Results are truncated. Consider using a more specific path or pattern.)",
     )
+
+
+async def test_a_folder_too_big_to_walk_on_the_loop_is_searched_all_the_same(ctx: ToolUseContext) -> None:
+    # Past INLINE_WALK_ENTRIES the walk starts again in a worker thread: the answer is the same.
+    make_files(ctx.workspace_root, *(f"deep/f{n:04}.txt" for n in range(INLINE_WALK_ENTRIES + 10)), "deep/x.py")
+    assert await glob(ctx, pattern="**/*.py") == "deep/x.py"
+    assert (await glob(ctx, pattern="deep/f02*.txt")).split("\n")[:2] == ["deep/f0200.txt", "deep/f0201.txt"]
 
 
 async def test_links_out_of_the_workspace_are_never_listed(ctx: ToolUseContext, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from engine.tools import (
     WorkspaceEscapeError,
     resolve_in_workspace,
 )
-from engine.tools.workspace import display_path, iter_workspace_files
+from engine.tools.workspace import WalkTooLongError, display_path, iter_workspace_files, workspace_file_paths
 
 
 @pytest.fixture
@@ -117,6 +117,35 @@ class TestBackfill:
     def test_an_unusable_path_is_left_as_is(self, root: Path, tmp_path: Path) -> None:
         ctx = ToolUseContext(workspace_root=root, session_dir=tmp_path / "session")
         assert ReadTool().observable_input({"file_path": "a\0b"}, ctx) == {"file_path": "a\0b"}
+
+
+def test_walk_order_is_a_folders_files_by_name_then_its_subfolders_by_name(root: Path) -> None:
+    for relative in ["z.txt", "b/y.txt", "b/a/x.txt", "a/w.txt", "a.txt"]:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("x")
+
+    walked = [display_path(p, root) for p in iter_workspace_files(root.resolve(), root)]
+
+    assert walked == ["a.txt", "z.txt", "a/w.txt", "b/y.txt", "b/a/x.txt"]
+
+
+def test_a_walk_past_its_entry_limit_stops_and_one_within_it_lists_everything(root: Path) -> None:
+    # Entries are counted as the folders are listed: files and folders, links and skipped ones too.
+    for relative in ["a.txt", "b.txt", "sub/c.txt"]:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("x")
+    base = root.resolve()
+
+    assert len(list(workspace_file_paths(base, root, max_entries=4))) == 3
+    with pytest.raises(WalkTooLongError):
+        list(workspace_file_paths(base, root, max_entries=3))
+
+
+def test_a_file_as_the_base_is_walked_as_itself(root: Path) -> None:
+    (root / "only.txt").write_text("x")
+    assert list(workspace_file_paths((root / "only.txt").resolve(), root, max_entries=0)) == [
+        str((root / "only.txt").resolve())
+    ]
 
 
 def test_the_workspace_fixture_is_not_itself_a_symlink(root: Path) -> None:
