@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
@@ -185,7 +186,7 @@ def decode_native(
     if count is None and isinstance(raw_interactions, list):
         count = len(raw_interactions)
     known = fingerprints if fingerprints is not None and len(fingerprints) == count else None
-    normalizer = normalizer_for(dict(recorded_paths))
+    normalizer = _Memoized(normalizer_for(dict(recorded_paths)).roots)
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
     shared = _Shared()
@@ -213,6 +214,25 @@ def decode_native(
         metadata=dict(metadata),
         computed_fingerprints=computed_fingerprints,
     )
+
+
+@dataclass(frozen=True)
+class _Memoized(Normalizer):
+    """A normalizer that reads each message, tool list and system prompt object once: the
+    content table gives every request of a session the same objects for its history, which
+    would otherwise be made canonical JSON again for each request that repeats it."""
+
+    _texts: dict[int, tuple[Any, str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def value(self, value: Any) -> str:
+        if type(value) is not dict and type(value) is not list:
+            return super().value(value)
+        known = self._texts.get(id(value))
+        if known is not None and known[0] is value:  # the object itself, kept alive: its id is its own
+            return known[1]
+        text = super().value(value)
+        self._texts[id(value)] = (value, text)
+        return text
 
 
 def _check_stored(
