@@ -222,11 +222,16 @@ class _Memoized(Normalizer):
     content table gives every request of a session the same objects for its history, which
     would otherwise be made canonical JSON again for each request that repeats it."""
 
-    _texts: dict[int, tuple[Any, str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _texts: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def value(self, value: Any) -> str:
-        if type(value) is not dict and type(value) is not list:
-            return super().value(value)
+        kind = type(value)
+        if kind is not dict and kind is not list:
+            key = (kind, value)  # the same model name, token limit and flag in every request
+            text = self._texts.get(key)  # type: ignore[call-overload]
+            if text is None:
+                text = self._texts[key] = super().value(value)  # type: ignore[index]
+            return text  # type: ignore[return-value]
         known = self._texts.get(id(value))
         if known is not None and known[0] is value:  # the object itself, kept alive: its id is its own
             return known[1]

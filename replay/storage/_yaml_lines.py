@@ -36,7 +36,8 @@ _ODD: Final = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff
 
 _SQ = r"'(?:[^']|'')*'"
 _DQ = r'"(?:[^"\\]|\\.)*"'
-# A plain key: no indicator first ("-" only before a non-space), none of :#'" or a flow indicator anywhere, no trailing space.
+# A plain key: no indicator first ("-" only before a non-space), none of :#'" or a flow
+# indicator anywhere, no trailing space.
 _PLAIN_KEY = r"(?:[^\s\-?:,\[\]{}#&*!|>'\"%@`]|-(?=\S))[^:#'\"{}\[\],]*(?<! )"
 # indentation, "- ", a key followed by ": " or the line's end, the rest of the line.
 _LINE: Final = re.compile(rf"( *)(- )?(?:({_PLAIN_KEY}|{_SQ}|{_DQ}):(?: |$))?(.*)")
@@ -138,7 +139,7 @@ class _Frame:
     """An open block collection: the column of its keys or dashes, and a key waiting for a
     nested collection (``key:`` alone on its line)."""
 
-    __slots__ = ("column", "data", "is_map", "pending", "hooked")
+    __slots__ = ("column", "data", "hooked", "is_map", "pending")
 
     def __init__(self, column: int, data: Any, hooked: bool = False) -> None:
         self.column = column
@@ -447,7 +448,7 @@ class _Literal:
     dash is at ``column``: its lines are the following ones indented past that column. It
     takes lines until one is less indented, then writes its text into ``data[slot]``."""
 
-    __slots__ = ("chomping", "column", "indent", "content", "blanks", "data", "slot")
+    __slots__ = ("blanks", "chomping", "column", "content", "data", "indent", "slot")
 
     def __init__(self, header: str, column: int, data: Any, slot: Any) -> None:
         found = _LITERAL_HEADER.fullmatch(header)

@@ -127,8 +127,8 @@ def test_load_yaml_data_takes_the_line_reader_first_and_falls_back_for_the_rest(
         "yes: b\n",  # a key that is not a string
         "a: |\n\n",  # an empty literal
         "a: |\n  b\n   \n",  # a line of spaces in a literal
-        "a: \"\\ud800\"\n",
-        "a: \"\\q\"\n",
+        'a: "\\ud800"\n',
+        'a: "\\q"\n',
         "- - a\n",
         "a:\n  - b\n",
         "a: {b: c\n",
