@@ -49,31 +49,27 @@ _LITERAL_HEADER: Final = re.compile(r"\|([1-9])?([-+])?")
 _FLOW_TOKEN: Final = re.compile(
     rf"[{{}}\[\]]|, |: |{_SQ}|{_DQ}|(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\-]|-(?=[^\s,\[\]{{}}:#]))[^,\[\]{{}}:#]*(?<! )"
 )
-# A one-line flow collection made only of tokens whose JSON spelling is the same token with
-# at most quotes changed: brackets, ", " and ": ", plain scalars that are strings whatever
-# their letters (no resolver's first character, or a letter but not one of the words the
-# bool and null resolvers take), single-quoted strings without '' " or \, double-quoted ones
-# with only the escapes JSON reads alike, and true, false, null and decimal numbers without
-# an exponent. `json.loads` reads it once `_JSON_QUOTE` has quoted its plain strings.
+# A one-line flow collection reads as JSON once its strings are quoted as JSON quotes them, when
+# it is made only of tokens whose JSON spelling is the same but for the quotes: plain scalars
+# that are strings whatever their letters (no resolver's first character, or a letter but not
+# in one of the words the bool and null resolvers take), single-quoted strings without '' " or
+# \, double-quoted ones with only the escapes JSON reads alike; and, between them, brackets,
+# ", ", ": ", true, false, null and decimal numbers without an exponent.
 _WORDS: Final = "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
-_RESOLVED_FIRST: Final = frozenset("0123456789+-.~yYnNtTfFoO") | {""}
 _JSON_PLAIN = (
     rf"(?<=[{{\[ ])(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\\0-9+\-.~yYnNtTfFoO]|(?!(?:{_WORDS})[,\]}}:])[yYnNtTfFoO])"
     r"[^,\[\]{}:#\"\\]*(?<! )(?=[,\]}:])"
 )
-_JSON_SQ = r"'[^'\"\\]*'"
 _JSON_DQ_TEXT = r'(?:[^"\\]|\\["\\bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*'
-_JSON_DQ = rf'"{_JSON_DQ_TEXT}"'
-_JSON_FLOW: Final = re.compile(
-    rf"(?:[{{}}\[\]]|, |: |{_JSON_SQ}|{_JSON_DQ}|{_JSON_PLAIN}"
-    r"|(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[,\]}]))+"
-)
-# A string token of such a collection with its quotes left out: `re.split` leaves them out and
-# keeps what the group holds, and joining its parts with '"' puts JSON's quotes round each.
+# Such a string token with its quotes left out: `re.split` leaves them out and keeps what the
+# group holds, and joining the parts with '"' puts JSON's quotes round each.
 _JSON_STRING: Final = re.compile(
     rf"(?<=[{{\[ ])['\"]?((?<=')[^'\"\\]*(?=')|(?<=\"){_JSON_DQ_TEXT}(?=\")|{_JSON_PLAIN})['\"]?"
 )
-_CHECK_SCAN: Final = json.JSONDecoder(object_pairs_hook=lambda pairs: _unique(pairs)).scan_once
+# What is left between them (joined by NUL, which no text holds).
+_JSON_GLUE: Final = re.compile(
+    r"(?:[{}\[\]]|, |: |\x00|(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[,\]}]))*"
+)
 _FAST_SCAN: Final = json.JSONDecoder().scan_once
 _DQ_ESCAPE: Final = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
 _ESCAPES: Final = {
@@ -169,15 +165,19 @@ class _Reader:
         # resolved to (as the event path does).
         self._shared: dict[str, str] = {}
         self._plain: dict[str, Any] = {}
+        self._first: Any = None  # the value of the flow collection `_parse` read last
 
     def read(self, lines: Iterator[str]) -> Any:
         stack: list[_Frame] = []
+        top: Any = None  # stack[-1]
         root: Any = None
         literal: _Literal | None = None
         # Each line's reading by its text: a cassette repeats most lines ("    method: POST",
         # "    - {event: ping, data: {type: ping}}") many times.
         known: dict[str, tuple[int, bool, str | None, int, Any]] = {}
+        earlier: dict[str, tuple[int, bool, str | None, int, Any]] = {}  # what `known` was before it filled
         parse = self._parse
+        close = self._close
         scan = _FAST_SCAN
         for line in lines:
             if literal is not None:
@@ -186,21 +186,26 @@ class _Reader:
                 literal.finish()
                 literal = None
             parsed = known.get(line)
+            fresh = False  # whether a flow collection's value is `_first`, just read
             if parsed is None:
-                parsed = parse(line)
+                parsed = earlier.get(line)
+                if parsed is None:
+                    parsed = parse(line)
+                    fresh = True
                 if len(line) <= _CACHED_LENGTH:
                     if len(known) >= _CACHED_LINES:
-                        known.clear()  # a few thousand lines recur; the rest are each once
+                        # The lines that recur are read again soon; the rest are each once.
+                        earlier, known = known, {}
                     known[line] = parsed
-            column, dash, key, kind, payload = parsed
+            column, dash, key, kind, payload = parsed  # type: ignore[misc]
             if not kind:
                 continue
             if root is None:
-                if column or stack:
+                if column:
                     raise Unusual
                 root = {} if key is not None and not dash else []
-                stack.append(_Frame(0, root))
-            top = stack[-1]
+                top = _Frame(0, root)
+                stack.append(top)
             if top.pending is not None:
                 # "key:" alone: the next line opens the collection under it.
                 if dash and column == top.column:
@@ -218,9 +223,8 @@ class _Reader:
                 if len(stack) > MAX_DEPTH:
                     raise Unusual
             if dash:
-                while top.column > column:
-                    self._close(stack)
-                    top = stack[-1]
+                while top.column > column:  # never the root's: it is at column 0
+                    top = close(stack)
                 if top.is_map or top.column != column:
                     raise Unusual
                 items = top.data
@@ -232,7 +236,7 @@ class _Reader:
                         items.append(None)
                         literal = _Literal(payload, column, items, len(items) - 1)
                         continue
-                    value = scan(payload, 0)[0] if kind == _JSON else self._flow(payload)
+                    value = (self._first if fresh else scan(payload, 0)[0]) if kind == _JSON else self._flow(payload)
                     if items is self._hooked_list and type(value) is dict:
                         value = self._items[1](value)  # type: ignore[index]
                     items.append(value)
@@ -246,20 +250,20 @@ class _Reader:
                 if len(stack) > MAX_DEPTH:
                     raise Unusual
             else:
-                while top.column > column or (top.column == column and not top.is_map):
-                    self._close(stack)
-                    if not stack:
+                if top.column != column or not top.is_map:  # else a key beside the last one
+                    while top.column > column or (top.column == column and not top.is_map):
+                        top = close(stack)
+                        if top is None:
+                            raise Unusual  # a key after a root list
+                    if not top.is_map or top.column != column:
                         raise Unusual
-                    top = stack[-1]
-                if not top.is_map or top.column != column:
-                    raise Unusual
                 data = top.data
             if key in data:
                 raise Unusual  # the full loader decides on repeated keys
             if kind == _SCALAR:
                 data[key] = payload  # type: ignore[index]
             elif kind == _JSON:
-                data[key] = scan(payload, 0)[0]  # type: ignore[index]
+                data[key] = self._first if fresh else scan(payload, 0)[0]  # type: ignore[index]
             elif kind == _OPEN:
                 top.pending = key
                 data[key] = None  # type: ignore[index]  # holds the key's place in the mapping's order
@@ -270,10 +274,10 @@ class _Reader:
                 data[key] = self._flow(payload)  # type: ignore[index]
         if literal is not None:
             literal.finish()
-        if root is None or stack[-1].pending is not None:
+        if root is None or top.pending is not None:
             raise Unusual
         while stack:
-            self._close(stack)
+            close(stack)
         return root
 
     def _parse(self, line: str) -> tuple[int, bool, str | None, int, Any]:
@@ -293,20 +297,23 @@ class _Reader:
         if first == "|":
             return len(indent), bool(dash), key, _LITERAL, rest
         if first == "{" or first == "[":
-            as_json = _as_json(rest)
-            if as_json is not None:
-                return len(indent), bool(dash), key, _JSON, as_json
+            read = _as_json(rest)
+            if read is not None:
+                self._first = read[1]
+                return len(indent), bool(dash), key, _JSON, read[0]
             self._flow(rest)  # raises Unusual unless it reads
             return len(indent), bool(dash), key, _FLOW, rest
         return len(indent), bool(dash), key, _SCALAR, self._value(rest)
 
-    def _close(self, stack: list[_Frame]) -> None:
+    def _close(self, stack: list[_Frame]) -> _Frame | None:
+        """Closes the innermost open collection; the one open around it, if any."""
         frame = stack.pop()
         if frame.pending is not None:
             raise Unusual  # "key:" with nothing under it
         if frame.hooked:
             parent = stack[-1].data
             parent[-1] = self._items[1](parent[-1])  # type: ignore[index]
+        return stack[-1] if stack else None
 
     def _key(self, raw: str) -> str:
         if len(raw) > _MAX_KEY:
@@ -402,18 +409,21 @@ class _Reader:
         return (self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value), at + 1
 
 
-def _as_json(text: str) -> str | None:
-    """A flow collection as JSON text, when it reads as JSON (see `_JSON_FLOW`) to the same
-    data, repeated keys apart (refused); libyaml's 1,024-character limit on a key's line never
-    applies below."""
-    if len(text) > 1024 or _JSON_FLOW.fullmatch(text) is None:
+def _as_json(text: str) -> tuple[str, Any] | None:
+    """A flow collection as JSON text and its value, when it reads as JSON (see `_JSON_STRING`)
+    to the same data, repeated keys apart (refused); libyaml's 1,024-character limit on a key's
+    line never applies below."""
+    if len(text) > 1024:
         return None
-    as_json = '"'.join(_JSON_STRING.split(text))
+    parts = _JSON_STRING.split(text)
+    if _JSON_GLUE.fullmatch("\x00".join(parts[::2])) is None:
+        return None
+    as_json = '"'.join(parts)
     try:
-        _, end = _CHECK_SCAN(as_json, 0)
+        value, end = _CHECK_SCAN(as_json, 0)
     except (ValueError, StopIteration):
         return None
-    return as_json if end == len(as_json) else None
+    return (as_json, value) if end == len(as_json) else None
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -421,6 +431,9 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(mapping) != len(pairs):
         raise Unusual  # a repeated key: the full loader decides
     return mapping
+
+
+_CHECK_SCAN: Final = json.JSONDecoder(object_pairs_hook=_unique).scan_once
 
 
 def _double_quoted(raw: str) -> str:
