@@ -1,4 +1,5 @@
-"""The lean path of `load_yaml`: plain data built straight from libyaml's events.
+"""`load_yaml`'s second path, after the line reader of `_yaml_lines`: plain data built straight
+from libyaml's events.
 
 PyYAML's loader composes the whole document into a tree of nodes (each with two marks), then
 walks that tree through a generic, per-node constructor: for a cassette that is hundreds of

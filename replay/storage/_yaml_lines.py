@@ -20,6 +20,7 @@ import codecs
 import json
 import re
 from collections.abc import Iterator
+from itertools import chain
 from typing import IO, Any, Final
 
 from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Unusual, _Scalars
@@ -102,6 +103,11 @@ def construct_lines(
 
 
 def _lines(text: str | bytes | IO[bytes]) -> Iterator[str]:
+    return chain.from_iterable(_line_lists(text))
+
+
+def _line_lists(text: str | bytes | IO[bytes]) -> Iterator[list[str]]:
+    """The text's lines, a list at a time (a file is read a slice at a time)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -110,7 +116,9 @@ def _lines(text: str | bytes | IO[bytes]) -> Iterator[str]:
     if isinstance(text, str):
         if _ODD.search(text) is not None or (text and not text.endswith("\n")):
             raise Unusual
-        yield from text.split("\n")[:-1]
+        lines = text.split("\n")
+        lines.pop()
+        yield lines
         return
     decoder = codecs.getincrementaldecoder("utf-8")()
     left = ""
@@ -124,7 +132,7 @@ def _lines(text: str | bytes | IO[bytes]) -> Iterator[str]:
             raise Unusual
         lines = (left + part).split("\n")
         left = lines.pop()
-        yield from lines
+        yield lines
         if not block:
             break
     if left:  # no line break at the end
