@@ -444,7 +444,7 @@ def _check_keys(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) ->
 
 
 def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):  # a dict first: the ABC check is slow
         raise FormatProblem(where, f"must be a mapping, not {_type_name(raw)}")
     return raw
 
