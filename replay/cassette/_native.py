@@ -218,26 +218,20 @@ def decode_native(
 
 @dataclass(frozen=True)
 class _Memoized(Normalizer):
-    """A normalizer that reads each message, tool list and system prompt object once: the
-    content table gives every request of a session the same objects for its history, which
-    would otherwise be made canonical JSON again for each request that repeats it."""
+    """A normalizer that reads each message, tool list and system prompt object once (the content
+    table gives every request of a session the same objects) and each repeated scalar once."""
 
-    _texts: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _texts: dict[Any, tuple[Any, str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def value(self, value: Any) -> str:
-        kind = type(value)
-        if kind is not dict and kind is not list:
-            key = (kind, value)  # the same model name, token limit and flag in every request
-            text = self._texts.get(key)  # type: ignore[call-overload]
-            if text is None:
-                text = self._texts[key] = super().value(value)  # type: ignore[index]
-            return text  # type: ignore[return-value]
-        known = self._texts.get(id(value))
-        if known is not None and known[0] is value:  # the object itself, kept alive: its id is its own
-            return known[1]
-        text = super().value(value)
-        self._texts[id(value)] = (value, text)
-        return text
+        if type(value) is dict or type(value) is list:
+            key: Any = id(value)  # the object itself, kept alive below so that its id stays its own
+        else:
+            key = (type(value), value)  # the same model name, token limit and flag in every request
+        known = self._texts.get(key)
+        if known is None or (type(key) is int and known[0] is not value):
+            known = self._texts[key] = (value, super().value(value))
+        return known[1]
 
 
 def _check_stored(

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import IO, Any, Final
 
-from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Unusual, _Scalars
+from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Scalars, Unusual
 
 __all__ = ["construct_lines"]
 
@@ -73,24 +73,8 @@ _JSON_GLUE: Final = re.compile(
 )
 _FAST_SCAN: Final = json.JSONDecoder().scan_once
 _DQ_ESCAPE: Final = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
-_ESCAPES: Final = {
-    "0": "\0",
-    "a": "\a",
-    "b": "\b",
-    "t": "\t",
-    "n": "\n",
-    "v": "\v",
-    "f": "\f",
-    "r": "\r",
-    "e": "\x1b",
-    " ": " ",
-    '"': '"',
-    "\\": "\\",
-    "N": "\x85",
-    "_": "\xa0",
-    "L": "\u2028",
-    "P": "\u2029",
-}
+# The escapes of a double-quoted scalar that stand for one character (\x, \u and \U aside).
+_ESCAPES: Final = dict(zip('0abtnvfre "\\N_LP', '\0\a\b\t\n\v\f\r\x1b "\\\x85\xa0\u2028\u2029', strict=True))
 
 
 def construct_lines(
@@ -99,7 +83,7 @@ def construct_lines(
     """The one document in ``text`` (str, UTF-8 bytes, or a binary file read as it goes), as
     `construct_plain` builds it (JSON values only, ``items`` applied), when it is written the
     way `dump_yaml` writes; else raises `Unusual` (a file is then read only in part)."""
-    return _Reader(_Scalars(resolvers), items).read(_lines(text))
+    return _Reader(Scalars(resolvers), items).read(_lines(text))
 
 
 def _lines(text: str | bytes | IO[bytes]) -> Iterator[str]:
@@ -165,7 +149,7 @@ _CACHED_LENGTH: Final = 200
 
 
 class _Reader:
-    def __init__(self, scalars: _Scalars, items: ItemHook | None) -> None:
+    def __init__(self, scalars: Scalars, items: ItemHook | None) -> None:
         self._scalars = scalars
         self._items = items
         self._hooked_list: list[Any] | None = None
