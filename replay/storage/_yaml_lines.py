@@ -56,6 +56,7 @@ _FLOW_TOKEN: Final = re.compile(
 # in one of the words the bool and null resolvers take), single-quoted strings without '' " or
 # \, double-quoted ones with only the escapes JSON reads alike; and, between them, brackets,
 # ", ", ": ", true, false, null and decimal numbers without an exponent.
+_RESOLVED_FIRST: Final = frozenset(("", *"0123456789+-.~yYnNtTfFoO"))  # where a resolver may start
 _WORDS: Final = "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
 _JSON_PLAIN = (
     rf"(?<=[{{\[ ])(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\\0-9+\-.~yYnNtTfFoO]|(?!(?:{_WORDS})[,\]}}:])[yYnNtTfFoO])"
@@ -83,11 +84,9 @@ def construct_lines(
     """The one document in ``text`` (str, UTF-8 bytes, or a binary file read as it goes), as
     `construct_plain` builds it (JSON values only, ``items`` applied), when it is written the
     way `dump_yaml` writes; else raises `Unusual` (a file is then read only in part)."""
-    return _Reader(Scalars(resolvers), items).read(_lines(text))
-
-
-def _lines(text: str | bytes | IO[bytes]) -> Iterator[str]:
-    return chain.from_iterable(_line_lists(text))
+    # JSON reads flow collections only when no resolver starts with a character it does not know.
+    as_json = all(first in _RESOLVED_FIRST for first, found in resolvers.items() if found)
+    return _Reader(Scalars(resolvers), items, as_json).read(chain.from_iterable(_line_lists(text)))
 
 
 def _line_lists(text: str | bytes | IO[bytes]) -> Iterator[list[str]]:
@@ -149,8 +148,9 @@ _CACHED_LENGTH: Final = 200
 
 
 class _Reader:
-    def __init__(self, scalars: Scalars, items: ItemHook | None) -> None:
+    def __init__(self, scalars: Scalars, items: ItemHook | None, as_json: bool = True) -> None:
         self._scalars = scalars
+        self._as_json = as_json
         self._items = items
         self._hooked_list: list[Any] | None = None
         # One str object per distinct short key or value, and what each short plain scalar
@@ -289,7 +289,7 @@ class _Reader:
         if first == "|":
             return len(indent), bool(dash), key, _LITERAL, rest
         if first == "{" or first == "[":
-            read = _as_json(rest)
+            read = _as_json(rest) if self._as_json else None
             if read is not None:
                 self._first = read[1]
                 return len(indent), bool(dash), key, _JSON, read[0]

@@ -16,11 +16,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from yaml.resolver import Resolver
 
 from replay.cassette._native import compact_interaction
 from replay.storage import _yaml_events
-from replay.storage._yaml_events import Unusual, construct_plain
-from replay.storage._yaml_lines import construct_lines
+from replay.storage._yaml_events import Scalars, Unusual, construct_plain
+from replay.storage._yaml_lines import _WORDS, construct_lines
 from replay.storage.strict_yaml import FlowMap, FlowSeq, _DataLoader, dump_yaml, load_yaml_data
 
 pytestmark = pytest.mark.skipif(not _yaml_events.AVAILABLE, reason="the lean paths need libyaml")
@@ -337,3 +338,29 @@ def test_a_scalar_replaced_by_anything_is_read_as_the_full_loader_reads_it_or_le
             lines(text)
         return
     agrees_with_the_full_loader(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Flow collections read as JSON: the words that are not strings
+
+
+def test_the_words_left_out_of_json_strings_are_those_the_resolvers_do_not_read_as_strings() -> None:
+
+    scalars = Scalars(RESOLVERS)
+    assert all(type(scalars.plain(word)) is not str for word in _WORDS.split("|"))
+    assert lines("a: {k: [yes, No, ON, true, Null]}\n") == full_loader("a: {k: [yes, No, ON, true, Null]}\n")
+
+
+@settings(max_examples=EXAMPLES)
+@given(st.text("yYnNtTfFoOeEsSuUlLrRaA", min_size=1, max_size=6))
+def test_any_other_word_of_those_letters_is_a_string_to_the_resolvers(word: str) -> None:
+
+    assume(word not in _WORDS.split("|"))
+    assert type(Scalars(RESOLVERS).plain(word)) is str
+    assert agrees_with_the_full_loader(f"a: {{{word}: [{word}]}}\n")
+
+
+def test_resolvers_it_does_not_know_turn_the_json_reading_off() -> None:
+    # PyYAML's own resolvers read "<<" as a merge key, which JSON would read as a string.
+    text = "a: {k: v}\n"
+    assert construct_lines(text, Resolver.yaml_implicit_resolvers) == {"a": {"k": "v"}}  # read token by token
