@@ -25,8 +25,9 @@ Method
    baseline, divided by the cassette's size on disk.
 
 Targets, printed with PASS/FAIL (informational: the exit status is 0 either way):
-target 1: ours ≤ 1.0× vcrpy per interaction at every size (compiled; the YAML column is shown
-too), and flat in size (per interaction at the largest size ≤ 1.5× the smallest);
+target 1: ours ≤ 1.0× vcrpy per interaction at every size, and flat in size (per interaction
+at the largest size ≤ 1.5× the smallest): a row for the compiled copy, one for the first load
+(from the YAML);
 target 4: a replay's growth ≤ 3× its cassette's size.
 
 Run: ``python bench/replay_load.py`` (~5 min, most of it writing the 10,000-interaction
@@ -250,13 +251,17 @@ def print_load_targets(rows: Sequence[LoadRow], memory: Sequence[MemoryRow]) -> 
     flat = statistics.median(largest.compiled) / statistics.median(smallest.compiled)
     flat_yaml = statistics.median(largest.yaml) / statistics.median(smallest.yaml)
     passed = worst <= TARGET_RATIO and (smallest is largest or flat <= TARGET_FLAT)
+    passed_yaml = worst_yaml <= TARGET_RATIO and (smallest is largest or flat_yaml <= TARGET_FLAT)
     sizes = "/".join(f"{row.size:,}" for row in rows)
+    goal = f"load <= {TARGET_RATIO:.1f}× vcrpy per interaction at {sizes}, flat within {TARGET_FLAT}×"
     print(
-        f"target 1 (load <= {TARGET_RATIO:.1f}× vcrpy per interaction at {sizes}, flat within {TARGET_FLAT}×): "
-        f"{'PASS' if passed else 'FAIL'} — compiled at most {worst:.2f}× vcrpy, {flat:.2f}× largest/smallest; "
-        f"first load from the YAML at most {worst_yaml:.2f}× vcrpy "
-        f"({'PASS' if worst_yaml <= TARGET_RATIO else 'FAIL'}), "
-        f"{flat_yaml:.2f}× largest/smallest"
+        f"target 1 ({goal}), from the compiled copy: {'PASS' if passed else 'FAIL'} — at most {worst:.2f}× "
+        f"vcrpy, {flat:.2f}× largest/smallest"
+    )
+    each = ", ".join(f"{row.ratio('yaml'):.2f}×" for row in rows)
+    print(
+        f"target 1 ({goal}), the first load, from the YAML: {'PASS' if passed_yaml else 'FAIL'} — at most "
+        f"{worst_yaml:.2f}× vcrpy ({each}), {flat_yaml:.2f}× largest/smallest"
     )
     for m in memory:
         verdict = "PASS" if m.ratio <= TARGET_MEMORY else "FAIL"

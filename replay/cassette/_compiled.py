@@ -61,6 +61,7 @@ _OFF: Final = frozenset({"", "off", "0", "false", "no"})
 CODE_MODULES: Final = (
     "replay.storage.strict_yaml",
     "replay.storage._yaml_events",
+    "replay.storage._yaml_lines",
     "replay.cassette._io",
     "replay.cassette._native",
     "replay.cassette._content",

@@ -152,13 +152,12 @@ class ContentReader:
 
     def decode_body(self, index: int, body: Any, where: str) -> Any:
         """The original body of interaction ``index``."""
-        if not isinstance(body, Mapping):
+        if type(body) is not dict and not isinstance(body, Mapping):  # a dict first: the ABC check is slow
             return body
         decoded: dict[str, Any] = {}
         for name, value in body.items():
-            here = f"{where}.{name}"
-            if name in _REFERENCED and isinstance(value, Mapping) and _looks_like_reference(value):
-                decoded[name] = self._expand(index, name, value, here)
+            if name in _REFERENCED and _looks_like_reference(value):
+                decoded[name] = self._expand(index, name, value, f"{where}.{name}")
             else:
                 decoded[name] = value
             if name == "messages" and isinstance(decoded[name], list):
@@ -193,7 +192,9 @@ class ContentReader:
 
 
 def _looks_like_reference(value: Any) -> bool:
-    return isinstance(value, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in value)
+    return (type(value) is dict or isinstance(value, Mapping)) and any(
+        isinstance(k, str) and k.startswith("$") for k in value
+    )
 
 
 def _key_list(keys: Any, where: str) -> Sequence[Any]:

@@ -189,7 +189,7 @@ def _parse(source: Source, source_name: str) -> tuple[Any, CassetteSource, bool]
             ) from None
     try:
         document, json_data = load_yaml_data(
-            source.parse_input(), items=("interactions", compact_interaction), whole_text=source.text
+            source.parse_input, items=("interactions", compact_interaction), whole_text=source.text
         )
         source.check_unchanged()
         return document, CassetteSource.VCRPY_YAML, json_data

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
@@ -185,7 +186,7 @@ def decode_native(
     if count is None and isinstance(raw_interactions, list):
         count = len(raw_interactions)
     known = fingerprints if fingerprints is not None and len(fingerprints) == count else None
-    normalizer = normalizer_for(dict(recorded_paths))
+    normalizer = _Memoized(normalizer_for(dict(recorded_paths)).roots)
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
     shared = _Shared()
@@ -213,6 +214,24 @@ def decode_native(
         metadata=dict(metadata),
         computed_fingerprints=computed_fingerprints,
     )
+
+
+@dataclass(frozen=True)
+class _Memoized(Normalizer):
+    """A normalizer that reads each message, tool list and system prompt object once (the content
+    table gives every request of a session the same objects) and each repeated scalar once."""
+
+    _texts: dict[Any, tuple[Any, str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def value(self, value: Any) -> str:
+        if type(value) is dict or type(value) is list:
+            key: Any = id(value)  # the object itself, kept alive below so that its id stays its own
+        else:
+            key = (type(value), value)  # the same model name, token limit and flag in every request
+        known = self._texts.get(key)
+        if known is None or (type(key) is int and known[0] is not value):
+            known = self._texts[key] = (value, super().value(value))
+        return known[1]
 
 
 def _check_stored(
@@ -419,7 +438,7 @@ def _check_keys(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) ->
 
 
 def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):  # a dict first: the ABC check is slow
         raise FormatProblem(where, f"must be a mapping, not {_type_name(raw)}")
     return raw
 

@@ -1,4 +1,5 @@
-"""The lean path of `load_yaml`: plain data built straight from libyaml's events.
+"""`load_yaml`'s second path, after the line reader of `_yaml_lines`: plain data built straight
+from libyaml's events.
 
 PyYAML's loader composes the whole document into a tree of nodes (each with two marks), then
 walks that tree through a generic, per-node constructor: for a cassette that is hundreds of
@@ -33,7 +34,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-__all__ = ["AVAILABLE", "Unusual", "construct_plain"]
+__all__ = ["AVAILABLE", "MAX_DEPTH", "ItemHook", "Scalars", "Unusual", "construct_plain"]
 
 try:
     from yaml._yaml import CParser
@@ -67,14 +68,14 @@ def construct_plain(
         raise Unusual
     parser = CParser(text)
     try:
-        return _build(parser, _Scalars(resolvers), items)
+        return _build(parser, Scalars(resolvers), items)
     except yaml.YAMLError:
         raise Unusual from None
     finally:
         parser.dispose()
 
 
-class _Scalars:
+class Scalars:
     """Plain scalars resolved as the full loader resolves them; non-strings memoized (the same
     few numbers, booleans and nulls recur thousands of times in a cassette)."""
 
@@ -104,7 +105,7 @@ _MISSING: Final = object()
 _SHARED_LENGTH: Final = 48
 
 
-def _build(parser: Any, scalars: _Scalars, items: ItemHook | None) -> Any:
+def _build(parser: Any, scalars: Scalars, items: ItemHook | None) -> Any:
     get = parser.get_event
     if type(get()) is not StreamStartEvent:
         raise Unusual

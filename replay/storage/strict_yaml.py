@@ -20,6 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from replay.storage._yaml_events import ItemHook, Unusual, construct_plain
+from replay.storage._yaml_lines import construct_lines
 
 __all__ = [
     "AliasRefusedError",
@@ -125,19 +126,25 @@ def load_yaml(text: str) -> Any:
 
 
 def load_yaml_data(
-    text: str | bytes | IO[bytes], items: ItemHook | None = None, *, whole_text: Callable[[], str] | None = None
+    text: str | bytes | IO[bytes] | Callable[[], IO[bytes]],
+    items: ItemHook | None = None,
+    *,
+    whole_text: Callable[[], str] | None = None,
 ) -> tuple[Any, bool]:
     """`load_yaml`, and whether the data is known to hold JSON values only (string keys, no
-    bytes): true when the lean path built it, and then ``items`` (see `construct_plain`) was
-    applied. ``text`` may be UTF-8 bytes, or a binary file libyaml reads as it parses (no copy
-    of a large file in memory); the full loader then reads ``whole_text()``."""
-    # The lean path builds the data straight from the parser's events; whatever it leaves
-    # (tags, anchors, other keys, repeated keys, errors) the full loader reads, accepts or
-    # refuses as ever.
-    try:
-        return construct_plain(text, _DataLoader.yaml_implicit_resolvers, items), True
-    except Unusual:
-        pass
+    bytes): true when a lean path built it, and then ``items`` (see `construct_plain`) was
+    applied. ``text`` may be UTF-8 bytes, or a binary file read as it is parsed (no copy of a
+    large file in memory), or a function that opens one from its start each time it is called
+    (a file is read again whenever a path leaves it); the full loader reads ``whole_text()``."""
+    # Two lean paths: the YAML our own dumper writes, read line by line; then the parser's
+    # events. Whatever they leave (tags, anchors, other keys, repeated keys, errors) the full
+    # loader reads, accepts or refuses as ever.
+    reopen = _reopener(text)
+    for lean in (construct_lines, construct_plain):
+        try:
+            return lean(reopen(), _DataLoader.yaml_implicit_resolvers, items), True
+        except Unusual:
+            pass
     if isinstance(text, bytes):
         text = text.decode("utf-8")  # the full loader's marks and messages, as for text
     elif not isinstance(text, str):
@@ -149,6 +156,20 @@ def load_yaml_data(
         return loader.get_single_data(), False
     finally:
         loader.dispose()
+
+
+def _reopener(text: str | bytes | IO[bytes] | Callable[[], IO[bytes]]) -> Callable[[], str | bytes | IO[bytes]]:
+    if callable(text):
+        return text
+    if isinstance(text, (str, bytes)):
+        return lambda: text
+    start = text.tell()
+
+    def from_start() -> IO[bytes]:
+        text.seek(start)
+        return text
+
+    return from_start
 
 
 def dump_yaml(data: Any) -> str:

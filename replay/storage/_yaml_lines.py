@@ -1,0 +1,497 @@
+"""The fast path of `load_yaml`: the YAML our own dumper writes, read line by line.
+
+libyaml's event stream alone costs more than vcrpy's whole load of the same traffic (a
+structured body is many events; vcrpy stores each body as one string). But the YAML
+`dump_yaml` writes is regular: block mappings and indentless block sequences indented by two,
+one-line flow collections, plain, quoted and literal scalars, each on its own line(s). This
+recognizes exactly that shape, one compiled regex per line, and builds the data as it goes.
+
+It is conservative: whatever it is not certain to read as libyaml does (tabs, carriage returns,
+anchors, tags, ``? `` keys, multi-line plain or quoted scalars, folded scalars, comments after a
+value, a plain scalar holding ``: `` or `` #``, odd indentation, repeated keys, a key that is
+not a string, documents markers...) raises `Unusual`, and `load_yaml` reads the text again
+the way it did before (the event path, then the full loader), which accepts or refuses it
+exactly as ever. Scalars resolve with the full loader's own implicit resolvers.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Iterator
+from itertools import chain
+from typing import IO, Any, Final
+
+from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Scalars, Unusual
+
+__all__ = ["construct_lines"]
+
+_SLICE: Final = 1 << 16  # bytes read at a time from a file
+_SHARED_LENGTH: Final = 48
+_MAX_KEY: Final = 128  # longer keys are written as "? key" by the dumper; libyaml limits simple keys
+
+# Anything libyaml reads otherwise than a plain character: tabs, carriage returns and the other
+# YAML 1.1 line breaks, a byte order mark, non-printable characters.
+_ODD: Final = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+
+_SQ = r"'(?:[^']|'')*'"
+_DQ = r'"(?:[^"\\]|\\.)*"'
+# A plain key: no indicator first ("-" only before a non-space), none of :#'" or a flow
+# indicator anywhere, no trailing space.
+_PLAIN_KEY = r"(?:[^\s\-?:,\[\]{}#&*!|>'\"%@`]|-(?=\S))[^:#'\"{}\[\],]*(?<! )"
+# indentation, "- ", a key followed by ": " or the line's end, the rest of the line.
+_LINE: Final = re.compile(rf"( *)(- )?(?:({_PLAIN_KEY}|{_SQ}|{_DQ}):(?: |$))?(.*)")
+# A plain scalar in block context, on one line: no indicator first ("-" only before a non-space),
+# no ": " or " #" inside, no ":" or space last.
+_PLAIN: Final = re.compile(r"(?:[^\s\-?:,\[\]{}#&*!|>'\"%@`]|-(?=\S))(?:[^:#]|:(?=[^ ])|(?<! )#)*(?<![ :])")
+_LITERAL_HEADER: Final = re.compile(r"\|([1-9])?([-+])?")
+# Tokens of a one-line flow collection; a plain scalar in one holds none of :#,[]{} at all.
+_FLOW_TOKEN: Final = re.compile(
+    rf"[{{}}\[\]]|, |: |{_SQ}|{_DQ}|(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\-]|-(?=[^\s,\[\]{{}}:#]))[^,\[\]{{}}:#]*(?<! )"
+)
+# A one-line flow collection reads as JSON once its strings are quoted as JSON quotes them, when
+# it is made only of tokens whose JSON spelling is the same but for the quotes: plain scalars
+# that are strings whatever their letters (no resolver's first character, or a letter but not
+# in one of the words the bool and null resolvers take), single-quoted strings without '' " or
+# \, double-quoted ones with only the escapes JSON reads alike; and, between them, brackets,
+# ", ", ": ", true, false, null and decimal numbers without an exponent.
+_RESOLVED_FIRST: Final = frozenset(("", *"0123456789+-.~yYnNtTfFoO"))  # where a resolver may start
+_WORDS: Final = "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
+_JSON_PLAIN = (
+    rf"(?<=[{{\[ ])(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\\0-9+\-.~yYnNtTfFoO]|(?!(?:{_WORDS})[,\]}}:])[yYnNtTfFoO])"
+    r"[^,\[\]{}:#\"\\]*(?<! )(?=[,\]}:])"
+)
+_JSON_DQ_TEXT = r'(?:[^"\\]|\\["\\bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*'
+# Such a string token with its quotes left out: `re.split` leaves them out and keeps what the
+# group holds, and joining the parts with '"' puts JSON's quotes round each.
+_JSON_STRING: Final = re.compile(
+    rf"(?<=[{{\[ ])['\"]?((?<=')[^'\"\\]*(?=')|(?<=\"){_JSON_DQ_TEXT}(?=\")|{_JSON_PLAIN})['\"]?"
+)
+# What is left between them (joined by NUL, which no text holds).
+_JSON_GLUE: Final = re.compile(
+    r"(?:[{}\[\]]|, |: |\x00|(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[,\]}]))*"
+)
+_FAST_SCAN: Final = json.JSONDecoder().scan_once
+_DQ_ESCAPE: Final = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
+# The escapes of a double-quoted scalar that stand for one character (\x, \u and \U aside).
+_ESCAPES: Final = dict(zip('0abtnvfre "\\N_LP', '\0\a\b\t\n\v\f\r\x1b "\\\x85\xa0\u2028\u2029', strict=True))
+
+
+def construct_lines(
+    text: str | bytes | IO[bytes], resolvers: dict[Any, list[tuple[str, Any]]], items: ItemHook | None = None
+) -> Any:
+    """The one document in ``text`` (str, UTF-8 bytes, or a binary file read as it goes), as
+    `construct_plain` builds it (JSON values only, ``items`` applied), when it is written the
+    way `dump_yaml` writes; else raises `Unusual` (a file is then read only in part)."""
+    # JSON reads flow collections only when no resolver starts with a character it does not know.
+    as_json = all(first in _RESOLVED_FIRST for first, found in resolvers.items() if found)
+    return _Reader(Scalars(resolvers), items, as_json).read(chain.from_iterable(_line_lists(text)))
+
+
+def _line_lists(text: str | bytes | IO[bytes]) -> Iterator[list[str]]:
+    """The text's lines, a list at a time (a file is read a slice at a time)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Unusual from None
+    if isinstance(text, str):
+        if _ODD.search(text) is not None or (text and not text.endswith("\n")):
+            raise Unusual
+        lines = text.split("\n")
+        lines.pop()
+        yield lines
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    left = ""
+    while True:
+        block = text.read(_SLICE)
+        try:
+            part = decoder.decode(block, final=not block)
+        except UnicodeDecodeError:
+            raise Unusual from None
+        if _ODD.search(part) is not None:
+            raise Unusual
+        lines = (left + part).split("\n")
+        left = lines.pop()
+        yield lines
+        if not block:
+            break
+    if left:  # no line break at the end
+        raise Unusual
+
+
+class _Frame:
+    """An open block collection: the column of its keys or dashes, and a key waiting for a
+    nested collection (``key:`` alone on its line)."""
+
+    __slots__ = ("column", "data", "hooked", "is_map", "pending")
+
+    def __init__(self, column: int, data: Any, hooked: bool = False) -> None:
+        self.column = column
+        self.data = data
+        self.is_map = type(data) is dict
+        self.pending: str | None = None
+        self.hooked = hooked  # an item of the list the hook applies to
+
+
+# What a line holds, as `_Reader._parse` reads it (cached by the line's text).
+_SKIP: Final = 0  # blank, or a comment
+_SCALAR: Final = 1  # a scalar: the value
+_OPEN: Final = 2  # "key:" alone: a collection follows on the next lines
+_LITERAL: Final = 3  # a literal block's header
+_JSON: Final = 4  # a flow collection, as JSON text
+_FLOW: Final = 5  # a flow collection JSON does not read: its text
+_CACHED_LINES: Final = 256
+_CACHED_LENGTH: Final = 200
+
+
+class _Reader:
+    def __init__(self, scalars: Scalars, items: ItemHook | None, as_json: bool = True) -> None:
+        self._scalars = scalars
+        self._as_json = as_json
+        self._items = items
+        self._hooked_list: list[Any] | None = None
+        # One str object per distinct short key or value, and what each short plain scalar
+        # resolved to (as the event path does).
+        self._shared: dict[str, str] = {}
+        self._plain: dict[str, Any] = {}
+        self._first: Any = None  # the value of the flow collection `_parse` read last
+
+    def read(self, lines: Iterator[str]) -> Any:
+        stack: list[_Frame] = []
+        top: Any = None  # stack[-1]
+        root: Any = None
+        literal: _Literal | None = None
+        # Each line's reading by its text: a cassette repeats most lines ("    method: POST",
+        # "    - {event: ping, data: {type: ping}}") many times.
+        known: dict[str, tuple[int, bool, str | None, int, Any]] = {}
+        earlier: dict[str, tuple[int, bool, str | None, int, Any]] = {}  # what `known` was before it filled
+        parse = self._parse
+        close = self._close
+        scan = _FAST_SCAN
+        for line in lines:
+            if literal is not None:
+                if literal.take(line):
+                    continue
+                literal.finish()
+                literal = None
+            parsed = known.get(line)
+            fresh = False  # whether a flow collection's value is `_first`, just read
+            if parsed is None:
+                parsed = earlier.get(line)
+                if parsed is None:
+                    parsed = parse(line)
+                    fresh = True
+                if len(line) <= _CACHED_LENGTH:
+                    if len(known) >= _CACHED_LINES:
+                        # The lines that recur are read again soon; the rest are each once.
+                        earlier, known = known, {}
+                    known[line] = parsed
+            column, dash, key, kind, payload = parsed  # type: ignore[misc]
+            if not kind:
+                continue
+            if root is None:
+                if column:
+                    raise Unusual
+                root = {} if key is not None and not dash else []
+                top = _Frame(0, root)
+                stack.append(top)
+            if top.pending is not None:
+                # "key:" alone: the next line opens the collection under it.
+                if dash and column == top.column:
+                    value: Any = []
+                    if self._items is not None and len(stack) == 1 and top.pending == self._items[0]:
+                        self._hooked_list = value
+                elif not dash and column > top.column:
+                    value = {}
+                else:
+                    raise Unusual
+                top.data[top.pending] = value
+                top.pending = None
+                top = _Frame(column, value)
+                stack.append(top)
+                if len(stack) > MAX_DEPTH:
+                    raise Unusual
+            if dash:
+                while top.column > column:  # never the root's: it is at column 0
+                    top = close(stack)
+                if top.is_map or top.column != column:
+                    raise Unusual
+                items = top.data
+                if key is None:
+                    if kind == _SCALAR:
+                        items.append(payload)
+                        continue
+                    if kind == _LITERAL:
+                        items.append(None)
+                        literal = _Literal(payload, column, items, len(items) - 1)
+                        continue
+                    value = (self._first if fresh else scan(payload, 0)[0]) if kind == _JSON else self._flow(payload)
+                    if items is self._hooked_list and type(value) is dict:
+                        value = self._items[1](value)  # type: ignore[index]
+                    items.append(value)
+                    continue
+                # "- key: ...": a mapping opens two columns in.
+                data: dict[str, Any] = {}
+                items.append(data)
+                column += 2
+                top = _Frame(column, data, hooked=items is self._hooked_list)
+                stack.append(top)
+                if len(stack) > MAX_DEPTH:
+                    raise Unusual
+            else:
+                if top.column != column or not top.is_map:  # else a key beside the last one
+                    while top.column > column or (top.column == column and not top.is_map):
+                        top = close(stack)
+                        if top is None:
+                            raise Unusual  # a key after a root list
+                    if not top.is_map or top.column != column:
+                        raise Unusual
+                data = top.data
+            if key in data:
+                raise Unusual  # the full loader decides on repeated keys
+            if kind == _SCALAR:
+                data[key] = payload  # type: ignore[index]
+            elif kind == _JSON:
+                data[key] = self._first if fresh else scan(payload, 0)[0]  # type: ignore[index]
+            elif kind == _OPEN:
+                top.pending = key
+                data[key] = None  # type: ignore[index]  # holds the key's place in the mapping's order
+            elif kind == _LITERAL:
+                data[key] = None  # type: ignore[index]
+                literal = _Literal(payload, column, data, key)
+            else:
+                data[key] = self._flow(payload)  # type: ignore[index]
+        if literal is not None:
+            literal.finish()
+        if root is None or top.pending is not None:
+            raise Unusual
+        while stack:
+            close(stack)
+        return root
+
+    def _parse(self, line: str) -> tuple[int, bool, str | None, int, Any]:
+        """A line's indentation, dash, key, what follows (`_SCALAR`...) and its payload."""
+        indent, dash, raw_key, rest = _LINE.match(line).groups()  # type: ignore[union-attr]
+        if raw_key is None and not dash:
+            stripped = rest.lstrip(" ")
+            if not stripped or stripped[0] == "#":
+                return 0, False, None, _SKIP, None
+            raise Unusual  # a scalar on its own line: a continuation, or a root scalar
+        key = None if raw_key is None else self._key(raw_key)
+        if not rest:
+            if key is None:
+                raise Unusual  # "- " alone
+            return len(indent), bool(dash), key, _OPEN, None
+        first = rest[0]
+        if first == "|":
+            return len(indent), bool(dash), key, _LITERAL, rest
+        if first == "{" or first == "[":
+            read = _as_json(rest) if self._as_json else None
+            if read is not None:
+                self._first = read[1]
+                return len(indent), bool(dash), key, _JSON, read[0]
+            self._flow(rest)  # raises Unusual unless it reads
+            return len(indent), bool(dash), key, _FLOW, rest
+        return len(indent), bool(dash), key, _SCALAR, self._value(rest)
+
+    def _close(self, stack: list[_Frame]) -> _Frame | None:
+        """Closes the innermost open collection; the one open around it, if any."""
+        frame = stack.pop()
+        if frame.pending is not None:
+            raise Unusual  # "key:" with nothing under it
+        if frame.hooked:
+            parent = stack[-1].data
+            parent[-1] = self._items[1](parent[-1])  # type: ignore[index]
+        return stack[-1] if stack else None
+
+    def _key(self, raw: str) -> str:
+        if len(raw) > _MAX_KEY:
+            raise Unusual
+        first = raw[0]
+        if first == "'":
+            key = raw[1:-1].replace("''", "'")
+        elif first == '"':
+            key = _double_quoted(raw)
+        else:
+            key = self._plain_scalar(raw)
+            if type(key) is not str:
+                raise Unusual
+            return key
+        return self._shared.setdefault(key, key) if len(key) <= _SHARED_LENGTH else key
+
+    def _plain_scalar(self, text: str) -> Any:
+        known = self._plain.get(text, self)
+        if known is not self:
+            return known
+        value = self._scalars.plain(text)
+        if len(text) <= _SHARED_LENGTH:
+            if type(value) is str:
+                value = self._shared.setdefault(value, value)
+            self._plain[text] = value
+        return value
+
+    def _value(self, rest: str) -> Any:
+        """The scalar ``rest`` after a key or a dash."""
+        first = rest[0]
+        if first == "'":
+            if re.fullmatch(_SQ, rest) is None:
+                raise Unusual
+            value = rest[1:-1].replace("''", "'")
+        elif first == '"':
+            if re.fullmatch(_DQ, rest) is None:
+                raise Unusual
+            value = _double_quoted(rest)
+        else:
+            if _PLAIN.fullmatch(rest) is None:
+                raise Unusual
+            return self._plain_scalar(rest)
+        return self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value
+
+    def _flow(self, text: str) -> Any:
+        tokens = _FLOW_TOKEN.findall(text)
+        if "".join(tokens) != text:
+            raise Unusual  # something between the tokens: not a flow collection written on one line
+        tokens.append("")  # the end
+        value, end = self._flow_node(tokens, 0, 0)
+        if end != len(tokens) - 1:
+            raise Unusual
+        return value
+
+    def _flow_node(self, tokens: list[str], at: int, depth: int) -> tuple[Any, int]:
+        token = tokens[at]
+        if token == "{" or token == "[":
+            if depth >= MAX_DEPTH:
+                raise Unusual
+            is_map = token == "{"
+            close = "}" if is_map else "]"
+            data: Any = {} if is_map else []
+            at += 1
+            if tokens[at] == close:
+                return data, at + 1
+            while True:
+                if is_map:
+                    raw = tokens[at]
+                    if not raw or raw in "{}[]" or raw == ", " or raw == ": " or tokens[at + 1] != ": ":
+                        raise Unusual
+                    key = self._key(raw)
+                    if key in data:
+                        raise Unusual
+                    data[key], at = self._flow_node(tokens, at + 2, depth + 1)
+                else:
+                    item, at = self._flow_node(tokens, at, depth + 1)
+                    data.append(item)
+                token = tokens[at]
+                if token == close:
+                    return data, at + 1
+                if token != ", ":
+                    raise Unusual
+                at += 1
+        if not token or token in "}]" or token == ", " or token == ": ":
+            raise Unusual
+        first = token[0]
+        if first == "'":
+            value = token[1:-1].replace("''", "'")
+        elif first == '"':
+            value = _double_quoted(token)
+        else:
+            return self._plain_scalar(token), at + 1
+        return (self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value), at + 1
+
+
+def _as_json(text: str) -> tuple[str, Any] | None:
+    """A flow collection as JSON text and its value, when it reads as JSON (see `_JSON_STRING`)
+    to the same data, repeated keys apart (refused); libyaml's 1,024-character limit on a key's
+    line never applies below."""
+    if len(text) > 1024:
+        return None
+    parts = _JSON_STRING.split(text)
+    if _JSON_GLUE.fullmatch("\x00".join(parts[::2])) is None:
+        return None
+    as_json = '"'.join(parts)
+    try:
+        value, end = _CHECK_SCAN(as_json, 0)
+    except (ValueError, StopIteration):
+        return None
+    return (as_json, value) if end == len(as_json) else None
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        raise Unusual  # a repeated key: the full loader decides
+    return mapping
+
+
+_CHECK_SCAN: Final = json.JSONDecoder(object_pairs_hook=_unique).scan_once
+
+
+def _double_quoted(raw: str) -> str:
+    inner = raw[1:-1]
+    if "\\" not in inner:
+        return inner
+    return _DQ_ESCAPE.sub(_unescape, inner)
+
+
+def _unescape(found: re.Match[str]) -> str:
+    hex_digits = found.group(1) or found.group(2) or found.group(3)
+    if hex_digits is not None:
+        code = int(hex_digits, 16)
+        if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+            raise Unusual  # libyaml refuses these
+        return chr(code)
+    replacement = _ESCAPES.get(found.group(4))
+    if replacement is None:
+        raise Unusual
+    return replacement
+
+
+class _Literal:
+    """A literal block scalar (``|``, ``|-``, ``|+``, an indentation indicator) whose key or
+    dash is at ``column``: its lines are the following ones indented past that column. It
+    takes lines until one is less indented, then writes its text into ``data[slot]``."""
+
+    __slots__ = ("blanks", "chomping", "column", "content", "data", "indent", "slot")
+
+    def __init__(self, header: str, column: int, data: Any, slot: Any) -> None:
+        found = _LITERAL_HEADER.fullmatch(header)
+        if found is None:
+            raise Unusual
+        indicator, self.chomping = found.groups()
+        self.column = column
+        self.indent = column + int(indicator) if indicator else 0
+        self.content: list[str] = []
+        self.blanks = 0
+        self.data = data
+        self.slot = slot
+
+    def take(self, line: str) -> bool:
+        if not line:
+            self.blanks += 1
+            return True
+        spaces = len(line) - len(line.lstrip(" "))
+        if spaces == len(line):
+            raise Unusual  # a line of spaces only: how it counts depends on its length
+        if not self.indent:
+            if spaces <= self.column:
+                raise Unusual  # an empty literal: the dumper writes ''
+            self.indent = spaces
+        if spaces < self.indent:
+            return False
+        if self.blanks:
+            self.content.extend([""] * self.blanks)
+            self.blanks = 0
+        self.content.append(line[self.indent :])
+        return True
+
+    def finish(self) -> None:
+        if not self.content:
+            raise Unusual
+        text = "\n".join(self.content)
+        if self.chomping == "+":
+            text += "\n" * (self.blanks + 1)
+        elif self.chomping != "-":
+            text += "\n"
+        self.data[self.slot] = text
