@@ -3,7 +3,6 @@ to the full loader: both give the same data, and the full loader's refusals are 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,28 +10,15 @@ import yaml
 
 from replay.storage import _yaml_events
 from replay.storage._yaml_events import Unusual, construct_plain
-from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, _DataLoader, load_yaml, load_yaml_data
+from replay.storage._yaml_lines import construct_lines
+from replay.storage.strict_yaml import AliasRefusedError, DuplicateKeyError, load_yaml, load_yaml_data
+from tests.replay.storage.loaders import LIBRARY, RESOLVERS, full_loader, same
 
 pytestmark = pytest.mark.skipif(not _yaml_events.AVAILABLE, reason="the lean path needs libyaml")
 
-LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
-
-
-def full_loader(text: str) -> object:
-    loader = _DataLoader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
 
 def lean(text: str) -> object:
-    return construct_plain(text, _DataLoader.yaml_implicit_resolvers)
-
-
-def same(a: object, b: object) -> bool:
-    # json.dumps tells 1, 1.0 and True apart, and keeps key order.
-    return a == b and json.dumps(a) == json.dumps(b)
+    return construct_plain(text, RESOLVERS)
 
 
 SCALARS = """\
@@ -71,17 +57,23 @@ def test_every_kind_of_scalar_reads_as_the_full_loader_reads_it() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(LIBRARY.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_file_of_the_library_reads_the_same_by_both_paths(path: Path) -> None:
+def test_every_file_of_the_library_reads_the_same_by_every_path(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
+    expected = full_loader(text)
     if path.name != "cassette.yaml":
         # A scenario may have keys that are not strings (turn numbers): the full loader reads those.
         try:
             built = lean(text)
         except Unusual:
             return
-    else:
-        built = lean(text)  # every cassette takes the lean path
-    assert same(built, full_loader(text))
+        assert same(built, expected)
+        return
+    # Every cassette takes the line reader (from its text, and from the file a slice at a time)
+    # and the event path.
+    assert same(construct_lines(text, RESOLVERS), expected)
+    with path.open("rb") as handle:
+        assert same(construct_lines(handle, RESOLVERS), expected)
+    assert same(lean(text), expected)
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,10 @@
 returns data that data is what the full loader builds from the same text; whatever it is not
 sure of it leaves (`Unusual`) to the event path and the full loader.
 
-Generated examples: ``HYPOTHESIS_PROFILE=long`` draws ten times as many, fresh each run."""
+Generated examples: ``HYPOTHESIS_PROFILE=long`` draws thirty times as many, fresh each run."""
 
 from __future__ import annotations
 
-import json
 import os
 import string
 from pathlib import Path
@@ -22,30 +21,16 @@ from replay.cassette._native import compact_interaction
 from replay.storage import _yaml_events
 from replay.storage._yaml_events import Scalars, Unusual, construct_plain
 from replay.storage._yaml_lines import _WORDS, construct_lines
-from replay.storage.strict_yaml import FlowMap, FlowSeq, _DataLoader, dump_yaml, load_yaml_data
+from replay.storage.strict_yaml import FlowMap, FlowSeq, dump_yaml, load_yaml_data
+from tests.replay.storage.loaders import LIBRARY, RESOLVERS, full_loader, same
 
 pytestmark = pytest.mark.skipif(not _yaml_events.AVAILABLE, reason="the lean paths need libyaml")
 
-LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
-EXAMPLES = 3_000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 300
-RESOLVERS = _DataLoader.yaml_implicit_resolvers
-
-
-def full_loader(text: str) -> Any:
-    loader = _DataLoader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+EXAMPLES = 3_000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 100
 
 
 def lines(text: str | bytes) -> Any:
     return construct_lines(text, RESOLVERS)
-
-
-def same(a: object, b: object) -> bool:
-    # json.dumps tells 1, 1.0 and True apart, and keeps key order.
-    return a == b and json.dumps(a) == json.dumps(b)
 
 
 def agrees_with_the_full_loader(text: str) -> bool:
@@ -67,14 +52,7 @@ def agrees_with_the_full_loader(text: str) -> bool:
 # What our dumper writes
 
 
-def test_every_library_cassette_is_read_by_the_line_reader_as_the_full_loader_reads_it() -> None:
-    cassettes = sorted(LIBRARY.glob("*/cassette.yaml"))
-    assert len(cassettes) >= 40
-    for path in cassettes:
-        text = path.read_text(encoding="utf-8")
-        assert agrees_with_the_full_loader(text), path
-        with path.open("rb") as handle:  # and from the file, a slice at a time
-            assert same(construct_lines(handle, RESOLVERS), full_loader(text)), path
+# Every library cassette: tests/replay/storage/test_strict_yaml.py reads each by every path.
 
 
 def test_the_interactions_hook_sees_each_interaction_as_the_event_path_does() -> None:
