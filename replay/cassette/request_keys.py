@@ -34,9 +34,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.cassette.fingerprints import Normalizer, canonical_json, canonical_json_of_parsed, digest_normalized
 from replay.cassette.normalized_text import MESSAGES_OPENING, NormalizedText
 from replay.cassette.raw_keys import raw_body_keys
+from replay.cassette.running_digests import FingerprintDigest, RawDigest
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
@@ -44,6 +45,7 @@ from replay.redact.redactor import Redactor, current_redactor
 __all__ = ["FastKey", "RequestKeys"]
 
 _MESSAGES: Final = "messages"
+_MESSAGE_START: Final = b',{"role":'
 # What separates the pieces of a body: a hint or a known value's form without any of these
 # characters lies inside one piece wherever it occurs in the body.
 _STRUCTURE: Final = frozenset('",:[]{}')
@@ -126,6 +128,10 @@ class RequestKeys:
         # span two pieces), or only a body with a suspect piece.
         self._whole_text_check = False
         self._opening = _Piece(MESSAGES_OPENING, clean=False)  # set with the redactor
+        self._raw_digest, self._fingerprint = RawDigest(), FingerprintDigest()
+        # Where the last message of the body being keyed starts (0: none): the next body is
+        # likely to repeat the text before it.
+        self._last_message_at = 0
 
     def key(self, method: str, path: str, body: bytes) -> FastKey | None:
         """The request's fingerprint, or None when only the slow path can tell it."""
@@ -134,9 +140,12 @@ class RequestKeys:
         redactor = current_redactor()
         # A body sent before (a session replayed again in this process) is known by its bytes.
         raw_keys = raw_body_keys()
-        digest = raw_keys.digest(method, path, body)
+        digest = self._raw_digest.digest(method, path, body)  # `RawBodyKeys.digest`
         known = raw_keys.get(digest, body, self._normalizer, redactor)
         if known is not None:
+            # Not parsed: where its last message starts is guessed (the SDK sends a message's
+            # role first); a wrong guess costs only a digest read whole next time.
+            self._raw_digest.remember(method, path, body, body.rfind(_MESSAGE_START))
             return FastKey(*known)
         try:
             text = body.decode("utf-8")
@@ -156,6 +165,7 @@ class RequestKeys:
                 redactor.strings_clean((_MESSAGES,)),
                 redactor.may_find_in_raw_text(MESSAGES_OPENING),
             )
+        self._last_message_at = 0
         try:
             members = self._members_of(text, redactor)
         except (_NotFast, StopIteration, IndexError, ValueError, RecursionError):
@@ -168,8 +178,11 @@ class RequestKeys:
         if suspect and redactor.detect_in_raw_text(text):
             return None
         normalized = NormalizedText(tuple(piece.normalized for _, piece in sorted(members)))
-        # Digested joined (faster than a piece at a time); only the pieces are kept.
-        key = digest_normalized(method, path, normalized.text)
+        key = self._fingerprint.hexdigest(method, path, normalized.members) or digest_normalized(
+            method, path, normalized.text
+        )
+        if self._last_message_at and len(text) == len(body):  # ASCII: a character's index is its byte's
+            self._raw_digest.remember(method, path, body, self._last_message_at)
         raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
         return FastKey(key, normalized)
 
@@ -234,7 +247,7 @@ class RequestKeys:
             offsets[:] = last.offsets[: shared + 1]
             start += last.offsets[shared]
             if text[start] == "]":
-                return self._finish(seen, text[opening:start], clean, suspect), start + 1
+                return self._finish(seen, text, opening, start, clean, suspect), start + 1
             start += 1
         elements = self._elements
         while True:
@@ -250,14 +263,17 @@ class RequestKeys:
             suspects.append(piece.suspect)
             offsets.append(end - opening)  # the list is compact: its text up to here is the elements joined
             if text[end] == "]":
-                return self._finish(seen, text[opening:end], clean, suspect), end + 1
+                return self._finish(seen, text, opening, end, clean, suspect), end + 1
             if text[end] != ",":
                 raise _NotFast
             start = end + 1
 
-    def _finish(self, seen: _SeenList, joined: str, clean: bool, suspect: bool) -> _Piece:
-        seen.joined = joined
+    def _finish(self, seen: _SeenList, text: str, opening: int, end: int, clean: bool, suspect: bool) -> _Piece:
+        """The ``messages`` member of ``text`` whose elements, between ``opening`` and ``end``,
+        gave ``seen``."""
+        seen.joined = text[opening:end]
         self._last_messages = seen
+        self._last_message_at = opening + seen.offsets[-2]
         return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects))
 
     def _new_piece(self, value: Any, raw: str, digest: bytes, redactor: Redactor, key: str | None = None) -> _Piece:
@@ -272,7 +288,7 @@ class RequestKeys:
             verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw)]
             self._remember(verdicts, digest, verdict)
         # `Normalizer.value` without its cache: this piece is normalized once anyway.
-        normalized = self._normalizer.text(canonical_json(value))
+        normalized = self._normalizer.text(canonical_json_of_parsed(value))
         if key is not None:
             normalized = f"{canonical_json(key)}:{normalized}"
         return _Piece(normalized, *verdict)
