@@ -87,7 +87,10 @@ def test_a_history_whose_last_message_loses_its_cache_mark_keys_as_the_reference
         assert fast.fingerprint == fingerprint(METHOD, PATH, parse_body(scrub_bytes(body)), normalizer=normalizer)
         bodies.append(body)
         fingerprints.append(fast.fingerprint)
-        history += [{"role": "assistant", "content": f"Turn {turn}."}, {"role": "user", "content": "Go on."}]
+        # Long messages: a body's digests are taken up only past a few kilobytes.
+        said = f"Turn {turn}: " + "a line of the answer. " * 200
+        history += [{"role": "assistant", "content": said}, {"role": "user", "content": "Go on."}]
+    assert len(bodies[-1]) > 2 * 8_192
     # Sent again, known by their bytes (each digest taken up from a guessed place): the same keys.
     again = RequestKeys(normalizer)
     assert [again.key(METHOD, PATH, body).fingerprint for body in bodies] == fingerprints  # type: ignore[union-attr]
