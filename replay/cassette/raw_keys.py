@@ -123,19 +123,29 @@ def _table(tables: dict[_Context, _Table], context: _Context) -> _Table:
 
 def _roots_absent(normalizer: Normalizer, body: bytes, *, escapes_checked: bool) -> bool:
     """Whether none of ``normalizer``'s roots can be in the decoded text of the JSON ``body``."""
-    plain_roots = _plain_roots(normalizer.roots)
-    if plain_roots is None or any(root in body for root in plain_roots):
+    plain = _plain_roots(normalizer.roots)
+    if plain is None:
+        return False
+    shared, roots = plain
+    # Each root starts with what they share (the run's temp folder): where that is not, none is.
+    if shared in body and any(root in body for root in roots):
         return False
     return escapes_checked or not (b"\\" in body and _ASCII_ESCAPE.search(body))
 
 
 @functools.lru_cache(maxsize=_CONTEXT_LIMIT)
-def _plain_roots(roots: tuple[tuple[str, str], ...]) -> tuple[bytes, ...] | None:
-    # The roots' bytes, or None when one is empty or not plain (then it may be in any body);
-    # the same for every request of a player, so worked out once (this runs on every hit).
+def _plain_roots(roots: tuple[tuple[str, str], ...]) -> tuple[bytes, tuple[bytes, ...]] | None:
+    # The start the roots' bytes share and the roots' bytes, or None when one is empty or not
+    # plain (then it may be in any body); the same for every request of a player, so worked out
+    # once (this runs on every hit).
     if not all(root and _PLAIN.issuperset(root) for root, _ in roots):
         return None
-    return tuple(root.encode("ascii") for root, _ in roots)
+    plain = tuple(root.encode("ascii") for root, _ in roots)
+    shared = plain[0] if plain else b""
+    for root in plain[1:]:
+        while not root.startswith(shared):
+            shared = shared[:-1]
+    return shared, plain
 
 
 _SHARED = RawBodyKeys()

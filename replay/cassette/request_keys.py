@@ -34,9 +34,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, digest_normalized
+from replay.cassette.fingerprints import Normalizer, canonical_json, canonical_json_of_parsed, digest_normalized
 from replay.cassette.normalized_text import MESSAGES_OPENING, NormalizedText
 from replay.cassette.raw_keys import raw_body_keys
+from replay.cassette.running_digests import FingerprintDigest, RawDigest
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
@@ -44,6 +45,9 @@ from replay.redact.redactor import Redactor, current_redactor
 __all__ = ["FastKey", "RequestKeys"]
 
 _MESSAGES: Final = "messages"
+_MESSAGE_START: Final = b',{"role":'
+# Bodies shorter than this are digested whole: taking a digest up costs more than it saves.
+_TAKE_UP_FROM: Final = 8_192
 # What separates the pieces of a body: a hint or a known value's form without any of these
 # characters lies inside one piece wherever it occurs in the body.
 _STRUCTURE: Final = frozenset('",:[]{}')
@@ -106,6 +110,27 @@ class _SeenList:
         return 0
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """The last body around its list of messages: its text up to the list's ``[`` and from its
+    ``]`` to the end, its members (``messages`` the ``at``-th) and their raw texts."""
+
+    head: str
+    tail: str
+    members: list[tuple[str, _Piece]]
+    seen: list[str]
+    at: int
+
+
+def _next_member(text: str, end: int) -> int | None:
+    """Where the member after the value ending at ``end`` starts; None when the body ends there."""
+    if text[end] == "}" and end + 1 == len(text):
+        return None
+    if text[end] != ",":
+        raise _NotFast
+    return end + 1
+
+
 class _NotFast(Exception):
     """The body is not one this path can key exactly: take the slow path."""
 
@@ -121,11 +146,16 @@ class RequestKeys:
         self._elements: dict[bytes, _Piece] = {}
         self._last_messages = _SeenList([], [], [])  # the last list seen
         self._last_members: list[str] = []  # the last body's members' raw texts ("" for messages)
+        self._frame: _Frame | None = None  # the last body around its messages
         self._redactor: Redactor | None = None
         # Whether the raw-text detectors must read every whole body (a known value that could
         # span two pieces), or only a body with a suspect piece.
         self._whole_text_check = False
         self._opening = _Piece(MESSAGES_OPENING, clean=False)  # set with the redactor
+        self._raw_digest, self._fingerprint = RawDigest(), FingerprintDigest()
+        # Where the last message of the body being keyed starts (0: none): the next body is
+        # likely to repeat the text before it.
+        self._last_message_at = 0
 
     def key(self, method: str, path: str, body: bytes) -> FastKey | None:
         """The request's fingerprint, or None when only the slow path can tell it."""
@@ -134,9 +164,13 @@ class RequestKeys:
         redactor = current_redactor()
         # A body sent before (a session replayed again in this process) is known by its bytes.
         raw_keys = raw_body_keys()
-        digest = raw_keys.digest(method, path, body)
+        digest = self._raw_digest.digest(method, path, body)  # `RawBodyKeys.digest`
         known = raw_keys.get(digest, body, self._normalizer, redactor)
         if known is not None:
+            # Not parsed: where its last message starts is guessed (the SDK sends a message's
+            # role first); a wrong guess costs only a digest read whole next time.
+            if len(body) >= _TAKE_UP_FROM:
+                self._raw_digest.remember(method, path, body, body.rfind(_MESSAGE_START))
             return FastKey(*known)
         try:
             text = body.decode("utf-8")
@@ -148,6 +182,7 @@ class RequestKeys:
             self._elements.clear()
             self._last_messages = _SeenList([], [], [])
             self._last_members = []
+            self._frame = None
             self._redactor = redactor
             hints = (*RAW_HINTS, *PRIVATE_KEY_MARKERS, *redactor.known_forms())
             self._whole_text_check = any(_STRUCTURE.intersection(hint) for hint in hints)
@@ -156,6 +191,7 @@ class RequestKeys:
                 redactor.strings_clean((_MESSAGES,)),
                 redactor.may_find_in_raw_text(MESSAGES_OPENING),
             )
+        self._last_message_at = 0
         try:
             members = self._members_of(text, redactor)
         except (_NotFast, StopIteration, IndexError, ValueError, RecursionError):
@@ -168,19 +204,60 @@ class RequestKeys:
         if suspect and redactor.detect_in_raw_text(text):
             return None
         normalized = NormalizedText(tuple(piece.normalized for _, piece in sorted(members)))
-        # Digested joined (faster than a piece at a time); only the pieces are kept.
-        key = digest_normalized(method, path, normalized.text)
+        if len(text) < _TAKE_UP_FROM:
+            key = digest_normalized(method, path, normalized.text)
+        else:
+            key = self._fingerprint.hexdigest(method, path, normalized.members) or digest_normalized(
+                method, path, normalized.text
+            )
+            if self._last_message_at and len(text) == len(body):  # ASCII: a character's index is its byte's
+                self._raw_digest.remember(method, path, body, self._last_message_at)
         raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
         return FastKey(key, normalized)
 
     def _members_of(self, text: str, redactor: Redactor) -> list[tuple[str, _Piece]]:
         if text[1] == "}":
             raise _NotFast  # {}: rare, the slow path has it
-        members: list[tuple[str, _Piece]] = []
+        frame = self._frame
+        if frame is None or not text.startswith(frame.head):
+            return self._members_from(text, redactor, [], [], 1, None)
+        # The text before the list of messages is the last body's, so its members are the last
+        # body's (a JSON text is read left to right, and they all end inside that text).
+        at = frame.at
+        members, seen = frame.members[:at], frame.seen[:at]
+        opening = len(frame.head)
+        piece, end = self._messages(text, opening, redactor)
+        members.append((_MESSAGES, piece))
+        seen.append("")
+        if len(text) - end == len(frame.tail) and text.endswith(frame.tail):
+            # So is the text after it: the members after the list, to the body's closing brace.
+            members += frame.members[at + 1 :]
+            seen += frame.seen[at + 1 :]
+            self._last_members = seen
+            self._frame = _Frame(frame.head, frame.tail, members, seen, at)
+            return members
+        start = _next_member(text, end)
+        if start is None:
+            self._last_members = seen
+            self._frame = _Frame(frame.head, text[end:], members, seen, at)
+            return members
+        return self._members_from(text, redactor, members, seen, start, (at, opening, end))
+
+    def _members_from(
+        self,
+        text: str,
+        redactor: Redactor,
+        members: list[tuple[str, _Piece]],
+        seen: list[str],
+        start: int,
+        messages_at: tuple[int, int, int] | None,
+    ) -> list[tuple[str, _Piece]]:
+        """``members`` (whose raw texts are ``seen``) and the members from ``start`` (the first
+        character of one) to the end of the body. ``messages_at``: the position of ``messages``
+        among the members, and where its list's text starts (after ``[``) and ends (after ``]``)."""
         # The last request's members by position (model, system, tools ... come back the same):
         # one is recognised by its text, without parsing it again.
-        last, seen = self._last_members, []
-        start = 1
+        last = self._last_members
         while True:
             if text[start] != '"':
                 raise _NotFast
@@ -197,6 +274,7 @@ class RequestKeys:
                 if key == _MESSAGES and text[colon + 1] == "[":
                     piece, end = self._messages(text, colon + 2, redactor)
                     raw = ""
+                    messages_at = (len(members), colon + 2, end)
                 else:
                     value, end = _scan(text, colon + 1)
                     raw = text[start:end]
@@ -208,12 +286,16 @@ class RequestKeys:
                     key, piece = known
             seen.append(raw)
             members.append((key, piece))
-            if text[end] == "}" and end + 1 == len(text):
+            following = _next_member(text, end)
+            if following is None:
                 self._last_members = seen
+                if messages_at is None:
+                    self._frame = None
+                else:
+                    at, opening, close = messages_at
+                    self._frame = _Frame(text[:opening], text[close:], members, seen, at)
                 return members
-            if text[end] != ",":
-                raise _NotFast
-            start = end + 1
+            start = following
 
     def _messages(self, text: str, start: int, redactor: Redactor) -> tuple[_Piece, int]:
         """The member ``"messages":[...]`` whose list starts at ``start`` (after its ``[``), and
@@ -234,7 +316,7 @@ class RequestKeys:
             offsets[:] = last.offsets[: shared + 1]
             start += last.offsets[shared]
             if text[start] == "]":
-                return self._finish(seen, text[opening:start], clean, suspect), start + 1
+                return self._finish(seen, text, opening, start, clean, suspect), start + 1
             start += 1
         elements = self._elements
         while True:
@@ -250,14 +332,17 @@ class RequestKeys:
             suspects.append(piece.suspect)
             offsets.append(end - opening)  # the list is compact: its text up to here is the elements joined
             if text[end] == "]":
-                return self._finish(seen, text[opening:end], clean, suspect), end + 1
+                return self._finish(seen, text, opening, end, clean, suspect), end + 1
             if text[end] != ",":
                 raise _NotFast
             start = end + 1
 
-    def _finish(self, seen: _SeenList, joined: str, clean: bool, suspect: bool) -> _Piece:
-        seen.joined = joined
+    def _finish(self, seen: _SeenList, text: str, opening: int, end: int, clean: bool, suspect: bool) -> _Piece:
+        """The ``messages`` member of ``text`` whose elements, between ``opening`` and ``end``,
+        gave ``seen``."""
+        seen.joined = text[opening:end]
         self._last_messages = seen
+        self._last_message_at = opening + seen.offsets[-2]
         return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects))
 
     def _new_piece(self, value: Any, raw: str, digest: bytes, redactor: Redactor, key: str | None = None) -> _Piece:
@@ -272,7 +357,7 @@ class RequestKeys:
             verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw)]
             self._remember(verdicts, digest, verdict)
         # `Normalizer.value` without its cache: this piece is normalized once anyway.
-        normalized = self._normalizer.text(canonical_json(value))
+        normalized = self._normalizer.text(canonical_json_of_parsed(value))
         if key is not None:
             normalized = f"{canonical_json(key)}:{normalized}"
         return _Piece(normalized, *verdict)

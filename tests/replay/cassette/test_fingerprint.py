@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, fingerprint_with_body, route_key
+from replay.cassette import fingerprints
+from replay.cassette.fingerprints import (
+    Normalizer,
+    canonical_json,
+    canonical_json_of_parsed,
+    fingerprint,
+    fingerprint_with_body,
+    route_key,
+)
 
 BODY = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -96,3 +106,41 @@ def test_the_fingerprint_comes_with_the_body_it_read_parsed_with_its_placeholder
     assert key == fingerprint("POST", "/v1/messages", body, normalizer=normalizer)
     assert read == {"model": "m", "messages": [{"role": "user", "content": "read <workspace>/a.py"}]}
     assert fingerprint_with_body("POST", "/v1/x", "plain text", normalizer=normalizer)[1] is None
+
+
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_the_canonical_json_of_a_parsed_value_is_its_canonical_json(value: Any) -> None:
+    parsed = json.loads(json.dumps(value))  # what a request body's parser hands over
+    assert canonical_json_of_parsed(parsed) == canonical_json(parsed)
+    if not (isinstance(value, float) and math.isnan(value)):
+        assert canonical_json_of_parsed(parsed) == canonical_json(value)
+
+
+_ASCII_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(["12ms", "3 s", "4\tms", "7\x1cs", "1.5 seconds", "9m", " s", "0"]),
+        st.text(st.characters(max_codepoint=127), max_size=6),
+    ),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ASCII_TEXT)
+def test_in_ascii_text_the_duration_hint_is_found_where_the_unicode_one_is(text: str) -> None:
+    # Normalizer.text looks for durations only where the hint is: in ASCII text a [0-9] hint
+    # (cheaper than a Unicode digit test) must say yes exactly where the \d one does.
+    ascii_hint, unicode_hint = fingerprints._ASCII_DURATION_HINT, fingerprints._DURATION_HINT
+    assert (ascii_hint.search(text) is None) == (unicode_hint.search(text) is None)
+
+
+def test_a_non_ascii_digit_still_makes_a_duration() -> None:
+    assert Normalizer().text("took \u0663 ms") == "took <duration>"  # ARABIC-INDIC DIGIT THREE

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from replay.cassette import load_cassette
 from replay.cassette.fingerprints import Normalizer
-from replay.cassette.raw_keys import raw_body_keys
+from replay.cassette.raw_keys import _roots_absent, raw_body_keys
 from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.transport import CassettePlayer
@@ -138,3 +138,18 @@ def test_a_library_session_replayed_twice_in_other_folders_logs_the_stored_finge
             player.match(request.method, request.path, body)
         assert [entry.fingerprint for entry in player.log] == cassette.fingerprints()
         assert player.finish() == []
+
+
+_ROOT_PARTS = st.sampled_from(["/tmp/run", "/tmp/runs", "/work", "/w", "workspace", "session", "/", "a"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    roots=st.lists(st.lists(_ROOT_PARTS, min_size=1, max_size=3).map("".join), max_size=3),
+    body=st.lists(st.one_of(_ROOT_PARTS, st.sampled_from(['"', "\\n", "\\/", "x"])), max_size=8).map("".join),
+)
+def test_a_root_is_looked_for_in_a_body_only_where_what_the_roots_share_is(roots: list[str], body: str) -> None:
+    # Roots are looked for only where the start they share is: never a root missed.
+    normalizer = Normalizer(tuple((root, "<root>") for root in roots))
+    data = body.encode()
+    assert _roots_absent(normalizer, data, escapes_checked=True) == (not any(root.encode() in data for root in roots))

@@ -132,6 +132,29 @@ def test_a_growing_history_keys_as_the_reference_path_does(
         assert (fast.fingerprint, fast.normalized) == reference(body, normalizer)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    history=st.lists(_MESSAGE, min_size=1, max_size=5),
+    requests=st.lists(st.tuples(_EXTRA, _EXTRA, st.integers(0, 5)), min_size=1, max_size=6),
+)
+def test_members_around_the_messages_changing_from_one_request_to_the_next_key_as_the_reference_path_does(
+    history: list[Any], requests: list[tuple[dict[str, Any], dict[str, Any], int]]
+) -> None:
+    # Members before and after the list, each the last request's or not: the text around the
+    # list is recognised as the last body's only where it is the same.
+    normalizer = Normalizer.for_paths(workspace=WORKSPACE)
+    keys = RequestKeys(normalizer)
+    for before, after, length in requests:
+        body = compact(
+            {**before, "messages": history[: length + 1], **{k: v for k, v in after.items() if k not in before}}
+        )
+        fast = keys.key(METHOD, PATH, body)
+        if fast is not None:
+            assert (fast.fingerprint, fast.normalized) == reference(body, normalizer)
+        else:
+            assert scrub_bytes(body) != body
+
+
 @settings(max_examples=100, deadline=None)
 @given(body=_VALUE, ascii_only=st.booleans(), spaced=st.booleans())
 def test_any_json_body_keys_as_the_reference_path_does_or_not_at_all(body: Any, ascii_only: bool, spaced: bool) -> None:
