@@ -24,6 +24,7 @@ from itertools import chain
 from typing import IO, Any, Final
 
 from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Scalars, Unusual
+from replay.storage._yaml_scalars import SINGLE_QUOTED, is_plain, is_single_quoted
 
 __all__ = ["construct_lines"]
 
@@ -35,16 +36,13 @@ _MAX_KEY: Final = 128  # longer keys are written as "? key" by the dumper; libya
 # YAML 1.1 line breaks, a byte order mark, non-printable characters.
 _ODD: Final = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 
-_SQ = r"'(?:[^']|'')*'"
+_SQ = SINGLE_QUOTED
 _DQ = r'"(?:[^"\\]|\\.)*"'
 # A plain key: no indicator first ("-" only before a non-space), none of :#'" or a flow
 # indicator anywhere, no trailing space.
 _PLAIN_KEY = r"(?:[^\s\-?:,\[\]{}#&*!|>'\"%@`]|-(?=\S))[^:#'\"{}\[\],]*(?<! )"
 # indentation, "- ", a key followed by ": " or the line's end, the rest of the line.
 _LINE: Final = re.compile(rf"( *)(- )?(?:({_PLAIN_KEY}|{_SQ}|{_DQ}):(?: |$))?(.*)")
-# A plain scalar in block context, on one line: no indicator first ("-" only before a non-space),
-# no ": " or " #" inside, no ":" or space last.
-_PLAIN: Final = re.compile(r"(?:[^\s\-?:,\[\]{}#&*!|>'\"%@`]|-(?=\S))(?:[^:#]|:(?=[^ ])|(?<! )#)*(?<![ :])")
 _LITERAL_HEADER: Final = re.compile(r"\|([1-9])?([-+])?")
 # Tokens of a one-line flow collection; a plain scalar in one holds none of :#,[]{} at all.
 _FLOW_TOKEN: Final = re.compile(
@@ -337,7 +335,7 @@ class _Reader:
         """The scalar ``rest`` after a key or a dash."""
         first = rest[0]
         if first == "'":
-            if re.fullmatch(_SQ, rest) is None:
+            if not is_single_quoted(rest):
                 raise Unusual
             value = rest[1:-1].replace("''", "'")
         elif first == '"':
@@ -345,7 +343,7 @@ class _Reader:
                 raise Unusual
             value = _double_quoted(rest)
         else:
-            if _PLAIN.fullmatch(rest) is None:
+            if not is_plain(rest):
                 raise Unusual
             return self._plain_scalar(rest)
         return self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value
