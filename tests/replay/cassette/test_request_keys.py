@@ -5,6 +5,7 @@ answer and the player takes that path."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,9 @@ def test_a_growing_history_keys_as_the_reference_path_does(
         assert (fast.fingerprint, fast.normalized) == reference(body, normalizer)
 
 
-@settings(max_examples=150, deadline=None)
+# About 30 ms an example (every request keyed both ways): 60 a run, derandomized, in the suite;
+# HYPOTHESIS_PROFILE=long draws 1,500 fresh ones.
+@settings(max_examples=1_500 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 60, deadline=None)
 @given(
     history=st.lists(_MESSAGE, min_size=1, max_size=5),
     requests=st.lists(st.tuples(_EXTRA, _EXTRA, st.integers(0, 5)), min_size=1, max_size=6),
