@@ -24,10 +24,7 @@ from replay.session.library_coverage import (
 )
 from replay.session.rerecord import rerecord_bundle
 from replay.session.session_setup import resolve_setup
-from replay.session.verify import find_bundles
-
-LIBRARY = Path(__file__).resolve().parent.parent / "cassettes"
-BUNDLES = find_bundles([LIBRARY])
+from tests.library_bundles import BUNDLES, LIBRARY, SETUP_VARIETY
 
 
 def test_replay_verify_replays_every_bundle_of_the_library() -> None:
@@ -52,7 +49,7 @@ def test_re_recording_a_bundle_sets_its_session_up_as_recording_its_scenario_doe
     # `replay record --scenario` records the committed bytes from the scenario alone, bundle by
     # bundle (tests/replay/session/test_session_setup.py). A recording is a function of its
     # set-up and seed, so equal set-ups give equal bundles: checked here for every bundle
-    # without recording the library a second time, and recorded below for three.
+    # without recording the library a second time, and recorded for three below.
     loaded = load_bundle(bundle)
     scenario = bundle / SCENARIO_FILE
     by_scenario = resolve_setup(scenario=load_scenario(scenario), scenario_path=scenario)
@@ -69,17 +66,7 @@ def test_re_recording_a_bundle_sets_its_session_up_as_recording_its_scenario_doe
     assert loaded.spec.seed == 0  # what `replay record` records with
 
 
-RERECORDED = [
-    LIBRARY / name
-    for name in (
-        "cache-break-from-changed-system-prompt",
-        "interrupted-while-streaming",
-        "model-fallback-after-overloads",
-    )
-]
-
-
-@pytest.mark.parametrize("bundle", RERECORDED, ids=[b.name for b in RERECORDED])
+@pytest.mark.parametrize("bundle", SETUP_VARIETY, ids=[b.name for b in SETUP_VARIETY])
 def test_re_recording_a_bundle_from_its_scenario_gives_identical_files(bundle: Path) -> None:
     report = asyncio.run(rerecord_bundle(bundle))
     assert report.differing == []

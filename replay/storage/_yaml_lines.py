@@ -308,17 +308,22 @@ class _Reader:
     def _key(self, raw: str) -> str:
         if len(raw) > _MAX_KEY:
             raise Unusual
-        first = raw[0]
+        key = self._token(raw)
+        if type(key) is not str:
+            raise Unusual
+        return key
+
+    def _token(self, token: str) -> Any:
+        """What a well-formed scalar token stands for: a quoted one's text (a short one shared),
+        a plain one resolved."""
+        first = token[0]
         if first == "'":
-            key = raw[1:-1].replace("''", "'")
+            value = token[1:-1].replace("''", "'")
         elif first == '"':
-            key = _double_quoted(raw)
+            value = _double_quoted(token)
         else:
-            key = self._plain_scalar(raw)
-            if type(key) is not str:
-                raise Unusual
-            return key
-        return self._shared.setdefault(key, key) if len(key) <= _SHARED_LENGTH else key
+            return self._plain_scalar(token)
+        return self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value
 
     def _plain_scalar(self, text: str) -> Any:
         known = self._plain.get(text, self)
@@ -335,18 +340,14 @@ class _Reader:
         """The scalar ``rest`` after a key or a dash."""
         first = rest[0]
         if first == "'":
-            if not is_single_quoted(rest):
-                raise Unusual
-            value = rest[1:-1].replace("''", "'")
+            well_formed = is_single_quoted(rest)
         elif first == '"':
-            if re.fullmatch(_DQ, rest) is None:
-                raise Unusual
-            value = _double_quoted(rest)
+            well_formed = re.fullmatch(_DQ, rest) is not None
         else:
-            if not is_plain(rest):
-                raise Unusual
-            return self._plain_scalar(rest)
-        return self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value
+            well_formed = is_plain(rest)
+        if not well_formed:
+            raise Unusual
+        return self._token(rest)
 
     def _flow(self, text: str) -> Any:
         tokens = _FLOW_TOKEN.findall(text)
@@ -389,14 +390,7 @@ class _Reader:
                 at += 1
         if not token or token in "}]" or token == ", " or token == ": ":
             raise Unusual
-        first = token[0]
-        if first == "'":
-            value = token[1:-1].replace("''", "'")
-        elif first == '"':
-            value = _double_quoted(token)
-        else:
-            return self._plain_scalar(token), at + 1
-        return (self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value), at + 1
+        return self._token(token), at + 1
 
 
 def _as_json(text: str) -> tuple[str, Any] | None:

@@ -17,10 +17,8 @@ from replay.schema.options import SessionOptions
 from replay.session.bundle import SCENARIO_FILE, BundleError, SessionSpec
 from replay.session.recording import record_bundle
 from replay.session.session_setup import resolve_setup
-from replay.session.verify import find_bundles
+from tests.library_bundles import BUNDLES, SETUP_VARIETY
 
-LIBRARY = Path(__file__).resolve().parents[3] / "cassettes"
-BUNDLES = find_bundles([LIBRARY])
 SCENARIO = """\
 version: 1
 prompts: [from the scenario]
@@ -46,19 +44,8 @@ def test_every_library_scenario_records_its_bundle_byte_for_byte_through_the_cli
 
 
 # The command line calls `record_bundle` with the scenario file and nothing else, so recording
-# every bundle both ways would record the library twice over for one comparison. These three
-# have a scenario with settings: and session:, with session: only, and with settings: only.
-API_BUNDLES = [
-    LIBRARY / name
-    for name in (
-        "cache-break-from-changed-system-prompt",
-        "interrupted-while-streaming",
-        "model-fallback-after-overloads",
-    )
-]
-
-
-@pytest.mark.parametrize("bundle", API_BUNDLES, ids=[b.name for b in API_BUNDLES])
+# every bundle both ways would record the library twice over for one comparison.
+@pytest.mark.parametrize("bundle", SETUP_VARIETY, ids=[b.name for b in SETUP_VARIETY])
 def test_record_bundle_from_a_scenario_file_writes_what_the_cli_writes(bundle: Path, tmp_path: Path) -> None:
     by_api = tmp_path / bundle.name
 
