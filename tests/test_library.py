@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from engine import CompactionTier, Terminal, Transition
 from replay.cli.app import app
 from replay.fake.scenario import load_scenario
-from replay.session.bundle import SCENARIO_FILE, WORKSPACE_DIR, load_bundle
+from replay.session.bundle import SCENARIO_FILE, SESSION_FILE, WORKSPACE_DIR, SessionSpec, load_bundle
 from replay.session.library_coverage import (
     CATEGORIES,
     COMPACTION_TIERS,
@@ -64,6 +64,16 @@ def test_re_recording_a_bundle_sets_its_session_up_as_recording_its_scenario_doe
 
     assert by_rerecord == by_scenario
     assert loaded.spec.seed == 0  # what `replay record` records with
+    # Equal set-ups could still write other bytes (1 == 1.0 == True): the session.json a
+    # re-recording writes is the committed one, byte for byte.
+    respec = SessionSpec(
+        prompts=by_rerecord.prompts,
+        settings=by_rerecord.settings,
+        seed=loaded.spec.seed,
+        scenario=SCENARIO_FILE,
+        options=by_rerecord.options,
+    )
+    assert respec.to_json() == (bundle / SESSION_FILE).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("bundle", SETUP_VARIETY, ids=[b.name for b in SETUP_VARIETY])

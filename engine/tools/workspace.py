@@ -102,36 +102,59 @@ class _Walk:
         self.left = max_entries
         self._real_root: Path | None = None
 
-    def files(self, directory: str) -> Iterator[str]:
+    def files(self, top: str) -> Iterator[str]:
+        # Depth first, with a stack of each level's folders still to enter (no recursion).
+        pending: list[Iterator[os.DirEntry[str] | str]] = [iter((top,))]
+        while pending:
+            folder = next(pending[-1], None)
+            if folder is None:
+                pending.pop()
+                continue
+            if not isinstance(folder, str):
+                # Tested again just before entering (as os.walk does): a folder swapped for a
+                # link since it was listed must not lead the walk out of the workspace.
+                if folder.name in _SKIPPED_DIRECTORIES or _is_symlink(folder) or os.path.islink(folder.path):
+                    continue
+                folder = folder.path
+            listed = self._listing(folder)
+            if listed is None:
+                continue
+            files, folders = listed
+            for entry in files:
+                # The link test is made again as each file is handed out (a lazy caller such as
+                # Grep reads one file after another): a file swapped for a link meanwhile is
+                # judged as a link.
+                if _is_symlink(entry) or os.path.islink(entry.path):
+                    full = Path(entry.path)
+                    if full.is_file() and Path(os.path.realpath(full)).is_relative_to(self.real_root()):
+                        yield entry.path
+                elif _is_plain_file(entry):
+                    yield entry.path
+            pending.append(iter(folders))
+
+    def _listing(self, directory: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]] | None:
+        """A folder's files and its folders, each by name; None when it cannot be read (os.walk
+        yields nothing of it either). `WalkTooLongError` as soon as the walk has met more
+        entries than it may, not once a huge folder has been read whole."""
         files: list[os.DirEntry[str]] = []
         folders: list[os.DirEntry[str]] = []
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
+                    if self.left is not None:
+                        self.left -= 1
+                        if self.left < 0:
+                            raise WalkTooLongError(directory)
                     try:
                         is_dir = entry.is_dir()
                     except OSError:
                         is_dir = False
                     (folders if is_dir else files).append(entry)
         except OSError:
-            return  # unreadable, or gone while listed: os.walk yields nothing of it either
-        if self.left is not None:
-            self.left -= len(files) + len(folders)
-            if self.left < 0:
-                raise WalkTooLongError(directory)
+            return None  # unreadable, or gone while listed
         files.sort(key=_name)
-        for entry in files:
-            if _is_symlink(entry):
-                # A link: whether it leads to a file, and whether that file is in the workspace.
-                full = Path(entry.path)
-                if full.is_file() and Path(os.path.realpath(full)).is_relative_to(self.real_root()):
-                    yield entry.path
-            elif _is_plain_file(entry):
-                yield entry.path
         folders.sort(key=_name)
-        for entry in folders:
-            if entry.name not in _SKIPPED_DIRECTORIES and not _is_symlink(entry):
-                yield from self.files(entry.path)
+        return files, folders
 
     def real_root(self) -> Path:
         if self._real_root is None:

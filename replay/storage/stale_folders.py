@@ -22,6 +22,7 @@ __all__ = [
     "sweep_stale_staging",
 ]
 
+# Any kind's, including kinds earlier versions had (a replay's "run" copy of a workspace).
 _SCRATCH = re.compile(r"^agent-replay-(?:[a-z]+)-(\d+-\d+)-")
 
 
@@ -30,7 +31,6 @@ class ScratchKind(StrEnum):
 
     RECORD = "record"  # a recorder's scratch copy of the cassette
     SESSION = "session"  # the workspace and session folder a run works in
-    RUN = "run"  # a replay's copy of a bundle's workspace, left by earlier versions (now copied into SESSION's)
     RERECORD = "rerecord"  # a re-recording compared with the committed bundle
 
 

@@ -141,6 +141,30 @@ def test_a_walk_past_its_entry_limit_stops_and_one_within_it_lists_everything(ro
         list(workspace_file_paths(base, root, max_entries=3))
 
 
+def test_a_file_or_folder_swapped_for_a_link_out_while_a_walk_is_under_way_is_not_followed(
+    root: Path, tmp_path: Path
+) -> None:
+    # Grep reads each file as the walk hands it out: the walk's folder listing is old news by
+    # the time it reaches the next entry.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    for relative in ["a.txt", "b.txt", "sub/c.txt"]:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("x")
+    walk = iter_workspace_files(root.resolve(), root)
+
+    first = next(walk)
+    (root / "b.txt").unlink()
+    (root / "b.txt").symlink_to(outside / "secret.txt")
+    for file in (root / "sub").iterdir():
+        file.unlink()
+    (root / "sub").rmdir()
+    (root / "sub").symlink_to(outside)
+
+    assert [first.name, *(file.name for file in walk)] == ["a.txt"]
+
+
 def test_a_file_as_the_base_is_walked_as_itself(root: Path) -> None:
     (root / "only.txt").write_text("x")
     assert list(workspace_file_paths((root / "only.txt").resolve(), root, max_entries=0)) == [

@@ -76,7 +76,8 @@ def test_a_retired_bundle_is_kept_while_it_is_the_only_copy(tmp_path: Path) -> N
 
 def test_scratch_folders_of_dead_owners_are_swept_and_others_kept(tmp_path: Path) -> None:
     dead, me = dead_owner(), OwnerTag.current()
-    stale = [folder(tmp_path / f"agent-replay-{kind}-{dead}-x1") for kind in ScratchKind]
+    # "run": a kind an older version had (a replay's copy of a workspace).
+    stale = [folder(tmp_path / f"agent-replay-{kind}-{dead}-x1") for kind in [*ScratchKind, "run"]]
     kept = [
         folder(tmp_path / f"agent-replay-session-{me}-x1"),
         folder(tmp_path / "agent-replay-session-x1y2z3"),  # no owner in the name
