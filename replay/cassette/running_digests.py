@@ -29,17 +29,17 @@ class RawDigest:
     """`RawBodyKeys.digest` of a player's bodies (``METHOD path\\n`` then the body's bytes)."""
 
     def __init__(self) -> None:
-        self._line = b""
-        self._body = b""  # the last body `remember` was told about
-        self._end = 0  # how much of it the state has read
-        self._state: _Hash | None = None
+        # The request line, the last body `remember` was told about, how much of it the state
+        # has read, and that state: one tuple, replaced whole, so a thread never reads one
+        # body's state with another's prefix.
+        self._resume: tuple[bytes, bytes, int, _Hash] | None = None
 
     def digest(self, method: str, path: str, body: bytes) -> bytes:
         line = f"{method} {path}\n".encode("utf-8", "surrogatepass")
-        state = self._state
-        if state is not None and line == self._line and body.startswith(memoryview(self._body)[: self._end]):
-            running = state.copy()
-            running.update(memoryview(body)[self._end :])
+        resume = self._resume
+        if resume is not None and line == resume[0] and body.startswith(memoryview(resume[1])[: resume[2]]):
+            running = resume[3].copy()
+            running.update(memoryview(body)[resume[2] :])
         else:
             running = hashlib.sha256(line)
             running.update(body)
@@ -49,13 +49,14 @@ class RawDigest:
         """The next body is likely to start with ``body[:end]``: keep the state after it."""
         end = min(max(end, 0), len(body))  # a guess may be off the body (-1: not found)
         line = f"{method} {path}\n".encode("utf-8", "surrogatepass")
-        state, done = self._state, self._end
-        if state is not None and line == self._line and done <= end and body.startswith(memoryview(self._body)[:done]):
-            running = state.copy()
+        resume = self._resume
+        done = resume[2] if resume is not None else 0
+        if resume is not None and line == resume[0] and done <= end and body.startswith(memoryview(resume[1])[:done]):
+            running = resume[3].copy()
         else:
             running, done = hashlib.sha256(line), 0
         running.update(memoryview(body)[done:end])
-        self._line, self._body, self._end, self._state = line, body, end, running
+        self._resume = (line, body, end, running)
 
 
 class FingerprintDigest:
@@ -64,10 +65,9 @@ class FingerprintDigest:
     def __init__(self) -> None:
         self._lines: dict[tuple[str, str], bytes] = {}
         # The line and the text before the first message, the messages read (the first of the
-        # last list but its last one) and the state after them.
-        self._head = b""
-        self._read: tuple[str, ...] = ()
-        self._state: _Hash | None = None
+        # last list but its last one) and the state after them: one tuple, replaced whole (see
+        # `RawDigest`).
+        self._resume: tuple[bytes, tuple[str, ...], _Hash] | None = None
 
     def hexdigest(self, method: str, path: str, members: tuple[str | tuple[str, ...], ...]) -> str | None:
         """The fingerprint, or None when the body has no list of messages (`digest_normalized`
@@ -79,21 +79,21 @@ class FingerprintDigest:
         before: list[str] = members[:index]  # type: ignore[assignment]  # the other members are str
         after: list[str] = members[index + 1 :]  # type: ignore[assignment]
         head = self._line(method, path) + ("{" + ",".join(before) + ("," if before else "") + MESSAGES_OPENING).encode()
-        read, state = self._read, self._state
+        resume = self._resume
         if (
-            state is not None
-            and head == self._head
-            and len(elements) >= len(read)
-            and all(map(operator.is_, read, elements))
+            resume is not None
+            and head == resume[0]
+            and len(elements) >= len(resume[1])
+            and all(map(operator.is_, resume[1], elements))
         ):
-            running, done = state.copy(), len(read)
+            running, done = resume[2].copy(), len(resume[1])
         else:
-            running, done, state = hashlib.sha256(head), 0, None
+            running, done, resume = hashlib.sha256(head), 0, None
         keep = max(len(elements) - 1, 0)  # the last message is the likeliest to change
-        if keep > done or state is None:
+        if keep > done or resume is None:
             running.update(("," * bool(done) + ",".join(elements[done:keep])).encode())
             done = max(done, keep)
-            self._head, self._read, self._state = head, elements[:done], running.copy()
+            self._resume = (head, elements[:done], running.copy())
         if len(elements) > done:
             running.update(("," * bool(done) + ",".join(elements[done:])).encode())
         running.update(("]" + "".join("," + member for member in after) + "}").encode())

@@ -102,7 +102,9 @@ def _line_lists(text: str | bytes | IO[bytes]) -> Iterator[list[str]]:
         yield lines
         return
     decoder = codecs.getincrementaldecoder("utf-8")()
-    left = ""
+    # The unfinished last line, a slice at a time, joined once a line break comes (joined to
+    # every slice, a 10 MB line would be copied over and over).
+    pending: list[str] = []
     while True:
         block = text.read(_SLICE)
         try:
@@ -111,12 +113,14 @@ def _line_lists(text: str | bytes | IO[bytes]) -> Iterator[list[str]]:
             raise Unusual from None
         if _ODD.search(part) is not None:
             raise Unusual
-        lines = (left + part).split("\n")
-        left = lines.pop()
-        yield lines
+        pending.append(part)
+        if "\n" in part:
+            lines = "".join(pending).split("\n")
+            pending = [lines.pop()]
+            yield lines
         if not block:
             break
-    if left:  # no line break at the end
+    if any(pending):  # no line break at the end
         raise Unusual
 
 
@@ -250,6 +254,8 @@ class _Reader:
                 data = top.data
             if key in data:
                 raise Unusual  # the full loader decides on repeated keys
+            if (kind == _JSON or kind == _FLOW) and len(stack) == 1 and self._items and key == self._items[0]:
+                raise Unusual  # the hooked list written as flow: the event path hands the hook its items
             if kind == _SCALAR:
                 data[key] = payload  # type: ignore[index]
             elif kind == _JSON:
@@ -272,6 +278,8 @@ class _Reader:
 
     def _parse(self, line: str) -> tuple[int, bool, str | None, int, Any]:
         """A line's indentation, dash, key, what follows (`_SCALAR`...) and its payload."""
+        if line[:3] in ("---", "...") and line[3:4] in ("", " "):
+            raise Unusual  # a document marker, whatever follows it on the line
         indent, dash, raw_key, rest = _LINE.match(line).groups()  # type: ignore[union-attr]
         if raw_key is None and not dash:
             stripped = rest.lstrip(" ")

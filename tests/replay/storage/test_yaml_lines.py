@@ -69,6 +69,14 @@ def test_the_interactions_hook_sees_each_interaction_as_the_event_path_does() ->
     assert len(seen) == len(fast["interactions"]) > 1
 
 
+def test_a_hooked_list_written_as_flow_is_left_to_the_event_path() -> None:
+    # The event path hands the hook each item of it; the line reader does not read it at all.
+    text = "interactions: [{a: 1}]\n"
+    with pytest.raises(Unusual):
+        construct_lines(text, RESOLVERS, ("interactions", compact_interaction))
+    assert construct_lines(text, RESOLVERS) == {"interactions": [{"a": 1}]}  # no hook: read
+
+
 def test_load_yaml_data_takes_the_line_reader_first_and_falls_back_for_the_rest(tmp_path: Path) -> None:
     ours = dump_yaml({"a": [{"b": "c\nd\n"}], "e": FlowMap(f=1)})
     assert lines(ours) == {"a": [{"b": "c\nd\n"}], "e": {"f": 1}}
@@ -101,6 +109,9 @@ def test_load_yaml_data_takes_the_line_reader_first_and_falls_back_for_the_rest(
         "a:\n",  # null written as nothing
         "a: b",  # no line break at the end
         "--- a\n",
+        "--- a: b\n",  # a document marker, not a key
+        "x: 1\n--- a: b\n",
+        "... a: b\n",
         "a: b\n...\n",
         "%YAML 1.1\n---\na: b\n",
         "yes: b\n",  # a key that is not a string
