@@ -25,12 +25,9 @@ from types import TracebackType
 from typing import Any
 
 import httpx2
-import vcr
-from vcr.request import Request as VcrRequest
 
 from replay.cassette._io import load_cassette, save_cassette
 from replay.cassette._model import Cassette, CassetteError
-from replay.cassette._vcr import interactions_from_vcr
 from replay.cassette.fingerprints import Normalizer, fingerprint_with_body, parse_body
 from replay.cassette.interaction import Interaction, encode_sse_event, parse_sse
 from replay.cassette.placeholders import path_replacements, replace_paths
@@ -150,6 +147,10 @@ class CassetteRecorder:
     def _start_vcr(self) -> None:
         # vcrpy patches httpx2 and captures each interaction; the file itself is ours to write
         # (atomically, in our format), so vcrpy's persister only hands the interactions over.
+        # Imported here: a replay never records, and vcrpy (with the requests and httpx it
+        # patches) is about 0.12 s of every `replay verify` start.
+        import vcr
+
         self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(ScratchKind.RECORD))
         my_vcr = vcr.VCR(
             record_mode="all",
@@ -226,6 +227,8 @@ class CassetteRecorder:
             self.player.finish()
 
     def _save(self) -> None:
+        from replay.cassette._vcr import interactions_from_vcr  # see _start_vcr
+
         collected = self._collected or {"requests": [], "responses": []}
         recorded = interactions_from_vcr(collected["requests"], collected["responses"])
         if self.rewrite is not None:
@@ -369,6 +372,8 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
             "body": {"string": bytes(capture.body)},
             FAULT_KEY: fault,
         }
+        from vcr.request import Request as VcrRequest  # see _start_vcr
+
         vcr_request = VcrRequest(request.method, str(request.url), body, dict(request.headers))
         self._vcr_cassette.append(vcr_request, response)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from replay.cassette.record import RecordMode
+from replay.cassette.record_mode import RecordMode
 from replay.cassette.rewrite import DivergenceHook, KeptRequest, RewriteCounts
 from replay.fake.model import FakeModel
 from replay.fake.scenario import load_scenario
