@@ -20,7 +20,8 @@ from yaml.resolver import Resolver
 from replay.cassette._native import compact_interaction
 from replay.storage import _yaml_events
 from replay.storage._yaml_events import Scalars, Unusual, construct_plain
-from replay.storage._yaml_lines import _WORDS, construct_lines
+from replay.storage._yaml_flow_json import WORDS as _WORDS
+from replay.storage._yaml_lines import construct_lines
 from replay.storage.strict_yaml import FlowMap, FlowSeq, dump_yaml, load_yaml_data
 from tests.replay.storage.loaders import LIBRARY, RESOLVERS, full_loader, same
 
