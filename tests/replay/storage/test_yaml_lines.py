@@ -143,6 +143,7 @@ def test_whatever_it_is_not_sure_of_is_left_to_the_other_paths(text: str) -> Non
         "e: {}\nl: []\nk: [{}, [], {a: []}]\n",
         "'1': one\n\"2\": two\n-i: dash key\n<<: merge key\nu: https://example.com/a?b=c#d\n",
         "# a comment\na: b\n  # an indented comment\n\nc: d\n# end\n",
+        "n: [0, 7, 1000, 00, 0012, 08, 1_000, +5, -0, 0b11]\nm: 0\no: 1000\np: 0012\nq: 08\nr: 1_0\n",
     ],
 )
 def test_what_it_reads_it_reads_as_the_full_loader_does(text: str) -> None:
