@@ -62,6 +62,7 @@ CODE_MODULES: Final = (
     "replay.storage.strict_yaml",
     "replay.storage._yaml_events",
     "replay.storage._yaml_lines",
+    "replay.storage._yaml_flow_json",
     "replay.cassette._io",
     "replay.cassette._native",
     "replay.cassette._content",

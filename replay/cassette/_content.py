@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from replay.cassette.fingerprints import canonical_json
+from replay.cassette.fingerprints import canonical_json, canonical_json_of_parsed
 from replay.storage.strict_yaml import FlowSeq
 
 __all__ = [
@@ -140,7 +140,8 @@ class ContentReader:
                 raise FormatProblem(where, "a content key is m-, t- or s- followed by hex digits")
             if keys_checked:
                 continue
-            expected = content_key(key[:2], canonical_json(value))
+            # A decoded table holds JSON's types only, and no cycle (YAML aliases are refused).
+            expected = content_key(key[:2], canonical_json_of_parsed(value))
             if key != expected:
                 raise FormatProblem(
                     where,

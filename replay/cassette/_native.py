@@ -16,7 +16,7 @@ from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, Cassette, normalizer_for
-from replay.cassette.fingerprints import Normalizer, canonical_json, fingerprint, route_key
+from replay.cassette.fingerprints import Normalizer, canonical_json, canonical_json_of_parsed, fingerprint, route_key
 from replay.cassette.interaction import (
     BodyKind,
     EncodedEvents,
@@ -26,9 +26,9 @@ from replay.cassette.interaction import (
     RecordedRequest,
     RecordedResponse,
     SseEvent,
-    encoded_event,
     encoded_events,
     encoded_events_from_chunks,
+    encoded_raw_events,
 )
 from replay.storage.strict_yaml import FlowMap
 
@@ -47,7 +47,6 @@ _TOP_KEYS = (FORMAT_MARKER, "recorded_paths", "metadata", "content", "interactio
 _REQUEST_KEYS = ("method", "uri", "fingerprint", "headers", "body")
 _RESPONSE_KEYS = ("status", "headers", "kind", "body", "events", "fault")
 _FAULT_KEYS = ("kind", "after_events", "after_bytes")
-_EVENT_KEYS = frozenset(("event", "data"))
 _SHARED_LENGTH = 160  # characters: a URI or a header value is shared, a message is not
 # An event whose data is at most this long in JSON, on one line, is written on one line.
 _ONE_LINE_EVENT = 160
@@ -230,7 +229,8 @@ class _Memoized(Normalizer):
             key = (type(value), value)  # the same model name, token limit and flag in every request
         known = self._texts.get(key)
         if known is None or (type(key) is int and known[0] is not value):
-            known = self._texts[key] = (value, super().value(value))
+            # A decoded body holds JSON's types only, and no cycle (YAML aliases are refused).
+            known = self._texts[key] = (value, self.json_text(canonical_json_of_parsed(value)))
         return known[1]
 
 
@@ -362,16 +362,10 @@ def compact_interaction(raw: dict[str, Any]) -> dict[str, Any]:
     events = response.get("events")
     if type(events) is not list:
         return raw
-    chunks = []
-    for event in events:
-        # What `_decode_event` accepts, then what `encoded_event` can encode exactly.
-        if type(event) is not dict or not event.keys() <= _EVENT_KEYS:
-            return raw
-        chunk = encoded_event(event.get("event"), event.get("data", ""))
-        if chunk is None:
-            return raw
-        chunks.append(chunk)
-    response["events"] = EncodedEvents.of(chunks)
+    # What `_decode_event` accepts, then what `encoded_event` can encode exactly.
+    encoded = encoded_raw_events(events)
+    if encoded is not None:
+        response["events"] = encoded
     return raw
 
 

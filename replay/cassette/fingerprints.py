@@ -155,7 +155,10 @@ class Normalizer:
 
     def value(self, value: Any) -> str:
         """The normalized canonical JSON of one value of a body (cached when it is long)."""
-        raw = canonical_json(value)
+        return self.json_text(canonical_json(value))
+
+    def json_text(self, raw: str) -> str:
+        """`text` of a value's canonical JSON (cached when it is long)."""
         if len(raw) < _CACHE_FROM:
             return self.text(raw)
         normalized = self._seen.get(raw)

@@ -37,6 +37,7 @@ __all__ = [
     "encode_sse_event",
     "encoded_event",
     "encoded_events",
+    "encoded_raw_events",
     "parse_sse",
 ]
 
@@ -261,6 +262,42 @@ def encoded_events(events: Sequence[SseEvent]) -> EncodedEvents | None:
         if chunk is None:
             return None
         chunks.append(chunk)
+    return EncodedEvents.of(chunks)
+
+
+_EVENT_KEYS: Final = frozenset(("event", "data"))
+
+
+def encoded_raw_events(events: list[Any]) -> EncodedEvents | None:
+    """`encoded_events` of events as a cassette's document holds them (mappings of ``event``
+    and ``data`` only), or None when one is not such a mapping or would not read back the same:
+    `encoded_event`'s checks in one loop (a cassette's load calls it for every event)."""
+    if _COMPACT_CORE is None:
+        encoded = [
+            encoded_event(event.get("event"), event.get("data", ""))
+            if type(event) is dict and event.keys() <= _EVENT_KEYS
+            else None
+            for event in events
+        ]
+        return None if None in encoded else EncodedEvents.of(encoded)  # type: ignore[arg-type]
+    chunks = []
+    for event in events:
+        if type(event) is not dict or not event.keys() <= _EVENT_KEYS:
+            return None
+        name = event.get("event")
+        data = event.get("data", "")
+        if type(data) is not dict and type(data) is not list:
+            return None
+        if name is None:
+            text = f"data: {''.join(_COMPACT_CORE(data, 0))}\n\n"
+        elif type(name) is str and "\n" not in name and "\r" not in name:
+            text = f"event: {name}\ndata: {''.join(_COMPACT_CORE(data, 0))}\n\n"
+        else:
+            return None
+        try:
+            chunks.append(text.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: left as events, as ever
+            return None
     return EncodedEvents.of(chunks)
 
 

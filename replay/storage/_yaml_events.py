@@ -91,6 +91,8 @@ class Scalars:
             return value
         for tag, pattern in candidates:
             if pattern.match(value):
+                if tag == _INT_TAG and value.isdigit() and value.isascii() and (value[0] != "0" or value == "0"):
+                    return int(value)  # what `construct_yaml_int` makes of a plain decimal (token counts)
                 constructor = self._constructor.yaml_constructors[tag]
                 result = constructor(self._constructor, ScalarNode(tag, value))
                 break
@@ -102,6 +104,7 @@ class Scalars:
 
 
 _MISSING: Final = object()
+_INT_TAG: Final = "tag:yaml.org,2002:int"
 _SHARED_LENGTH: Final = 48
 
 

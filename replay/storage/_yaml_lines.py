@@ -17,13 +17,13 @@ exactly as ever. Scalars resolve with the full loader's own implicit resolvers.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from collections.abc import Iterator
 from itertools import chain
 from typing import IO, Any, Final
 
 from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Scalars, Unusual
+from replay.storage._yaml_flow_json import FAST_SCAN, RESOLVED_FIRST, FlowJson
 from replay.storage._yaml_scalars import SINGLE_QUOTED, is_plain, is_single_quoted
 
 __all__ = ["construct_lines"]
@@ -48,29 +48,6 @@ _LITERAL_HEADER: Final = re.compile(r"\|([1-9])?([-+])?")
 _FLOW_TOKEN: Final = re.compile(
     rf"[{{}}\[\]]|, |: |{_SQ}|{_DQ}|(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\-]|-(?=[^\s,\[\]{{}}:#]))[^,\[\]{{}}:#]*(?<! )"
 )
-# A one-line flow collection reads as JSON once its strings are quoted as JSON quotes them, when
-# it is made only of tokens whose JSON spelling is the same but for the quotes: plain scalars
-# that are strings whatever their letters (no resolver's first character, or a letter but not
-# in one of the words the bool and null resolvers take), single-quoted strings without '' " or
-# \, double-quoted ones with only the escapes JSON reads alike; and, between them, brackets,
-# ", ", ": ", true, false, null and decimal numbers without an exponent.
-_RESOLVED_FIRST: Final = frozenset(("", *"0123456789+-.~yYnNtTfFoO"))  # where a resolver may start
-_WORDS: Final = "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
-_JSON_PLAIN = (
-    rf"(?<=[{{\[ ])(?:[^\s,\[\]{{}}:#'\"?&*!|>%@`\\0-9+\-.~yYnNtTfFoO]|(?!(?:{_WORDS})[,\]}}:])[yYnNtTfFoO])"
-    r"[^,\[\]{}:#\"\\]*(?<! )(?=[,\]}:])"
-)
-_JSON_DQ_TEXT = r'(?:[^"\\]|\\["\\bfnrt]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*'
-# Such a string token with its quotes left out: `re.split` leaves them out and keeps what the
-# group holds, and joining the parts with '"' puts JSON's quotes round each.
-_JSON_STRING: Final = re.compile(
-    rf"(?<=[{{\[ ])['\"]?((?<=')[^'\"\\]*(?=')|(?<=\"){_JSON_DQ_TEXT}(?=\")|{_JSON_PLAIN})['\"]?"
-)
-# What is left between them (joined by NUL, which no text holds).
-_JSON_GLUE: Final = re.compile(
-    r"(?:[{}\[\]]|, |: |\x00|(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?=[,\]}]))*"
-)
-_FAST_SCAN: Final = json.JSONDecoder().scan_once
 _DQ_ESCAPE: Final = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
 # The escapes of a double-quoted scalar that stand for one character (\x, \u and \U aside).
 _ESCAPES: Final = dict(zip('0abtnvfre "\\N_LP', '\0\a\b\t\n\v\f\r\x1b "\\\x85\xa0\u2028\u2029', strict=True))
@@ -83,7 +60,7 @@ def construct_lines(
     `construct_plain` builds it (JSON values only, ``items`` applied), when it is written the
     way `dump_yaml` writes; else raises `Unusual` (a file is then read only in part)."""
     # JSON reads flow collections only when no resolver starts with a character it does not know.
-    as_json = all(first in _RESOLVED_FIRST for first, found in resolvers.items() if found)
+    as_json = all(first in RESOLVED_FIRST for first, found in resolvers.items() if found)
     return _Reader(Scalars(resolvers), items, as_json).read(chain.from_iterable(_line_lists(text)))
 
 
@@ -153,12 +130,14 @@ class _Reader:
     def __init__(self, scalars: Scalars, items: ItemHook | None, as_json: bool = True) -> None:
         self._scalars = scalars
         self._as_json = as_json
+        self._flow_json = FlowJson()
         self._items = items
         self._hooked_list: list[Any] | None = None
         # One str object per distinct short key or value, and what each short plain scalar
         # resolved to (as the event path does).
         self._shared: dict[str, str] = {}
         self._plain: dict[str, Any] = {}
+        self._keys: dict[str, str] = {}  # a line's key as written -> the key (a cassette repeats a few)
         self._first: Any = None  # the value of the flow collection `_parse` read last
 
     def read(self, lines: Iterator[str]) -> Any:
@@ -172,7 +151,9 @@ class _Reader:
         earlier: dict[str, tuple[int, bool, str | None, int, Any]] = {}  # what `known` was before it filled
         parse = self._parse
         close = self._close
-        scan = _FAST_SCAN
+        scan = FAST_SCAN
+        scalar, opened, literal_kind, json_kind = _SCALAR, _OPEN, _LITERAL, _JSON  # locals: read per line
+        hook_key = self._items[0] if self._items else None
         for line in lines:
             if literal is not None:
                 if literal.take(line):
@@ -223,14 +204,17 @@ class _Reader:
                     raise Unusual
                 items = top.data
                 if key is None:
-                    if kind == _SCALAR:
+                    if kind == scalar:
                         items.append(payload)
                         continue
-                    if kind == _LITERAL:
+                    if kind == literal_kind:
                         items.append(None)
                         literal = _Literal(payload, column, items, len(items) - 1)
                         continue
-                    value = (self._first if fresh else scan(payload, 0)[0]) if kind == _JSON else self._flow(payload)
+                    if kind == json_kind:
+                        value = self._first if fresh else scan(payload, 0)[0]
+                    else:
+                        value = self._flow(payload)
                     if items is self._hooked_list and type(value) is dict:
                         value = self._items[1](value)  # type: ignore[index]
                     items.append(value)
@@ -254,18 +238,18 @@ class _Reader:
                 data = top.data
             if key in data:
                 raise Unusual  # the full loader decides on repeated keys
-            if (kind == _JSON or kind == _FLOW) and len(stack) == 1 and self._items and key == self._items[0]:
-                raise Unusual  # the hooked list written as flow: the event path hands the hook its items
-            if kind == _SCALAR:
+            if kind == scalar:
                 data[key] = payload  # type: ignore[index]
-            elif kind == _JSON:
-                data[key] = self._first if fresh else scan(payload, 0)[0]  # type: ignore[index]
-            elif kind == _OPEN:
+            elif kind == opened:
                 top.pending = key
                 data[key] = None  # type: ignore[index]  # holds the key's place in the mapping's order
-            elif kind == _LITERAL:
+            elif kind == literal_kind:
                 data[key] = None  # type: ignore[index]
                 literal = _Literal(payload, column, data, key)
+            elif key == hook_key and len(stack) == 1:
+                raise Unusual  # the hooked list written as flow: the event path hands the hook its items
+            elif kind == json_kind:
+                data[key] = self._first if fresh else scan(payload, 0)[0]  # type: ignore[index]
             else:
                 data[key] = self._flow(payload)  # type: ignore[index]
         if literal is not None:
@@ -286,7 +270,7 @@ class _Reader:
             if not stripped or stripped[0] == "#":
                 return 0, False, None, _SKIP, None
             raise Unusual  # a scalar on its own line: a continuation, or a root scalar
-        key = None if raw_key is None else self._key(raw_key)
+        key = None if raw_key is None else self._keys.get(raw_key) or self._line_key(raw_key)
         if not rest:
             if key is None:
                 raise Unusual  # "- " alone
@@ -295,7 +279,7 @@ class _Reader:
         if first == "|":
             return len(indent), bool(dash), key, _LITERAL, rest
         if first == "{" or first == "[":
-            read = _as_json(rest) if self._as_json else None
+            read = self._flow_json.read(rest) if self._as_json else None
             if read is not None:
                 self._first = read[1]
                 return len(indent), bool(dash), key, _JSON, read[0]
@@ -312,6 +296,12 @@ class _Reader:
             parent = stack[-1].data
             parent[-1] = self._items[1](parent[-1])  # type: ignore[index]
         return stack[-1] if stack else None
+
+    def _line_key(self, raw: str) -> str:
+        key = self._key(raw)
+        if len(raw) <= _SHARED_LENGTH:
+            self._keys[raw] = key
+        return key
 
     def _key(self, raw: str) -> str:
         if len(raw) > _MAX_KEY:
@@ -399,33 +389,6 @@ class _Reader:
         if not token or token in "}]" or token == ", " or token == ": ":
             raise Unusual
         return self._token(token), at + 1
-
-
-def _as_json(text: str) -> tuple[str, Any] | None:
-    """A flow collection as JSON text and its value, when it reads as JSON (see `_JSON_STRING`)
-    to the same data, repeated keys apart (refused); libyaml's 1,024-character limit on a key's
-    line never applies below."""
-    if len(text) > 1024:
-        return None
-    parts = _JSON_STRING.split(text)
-    if _JSON_GLUE.fullmatch("\x00".join(parts[::2])) is None:
-        return None
-    as_json = '"'.join(parts)
-    try:
-        value, end = _CHECK_SCAN(as_json, 0)
-    except (ValueError, StopIteration):
-        return None
-    return (as_json, value) if end == len(as_json) else None
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping = dict(pairs)
-    if len(mapping) != len(pairs):
-        raise Unusual  # a repeated key: the full loader decides
-    return mapping
-
-
-_CHECK_SCAN: Final = json.JSONDecoder(object_pairs_hook=_unique).scan_once
 
 
 def _double_quoted(raw: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,8 @@ from replay.cassette.interaction import (
     RecordedResponse,
     SseEvent,
     encode_sse_event,
+    encoded_event,
+    encoded_raw_events,
 )
 
 URI = "https://api.anthropic.com/v1/messages"
@@ -242,3 +245,32 @@ def test_a_byte_order_mark_is_skipped_and_does_not_change_the_compiled_copys_key
     with_mark = tmp_path / "marked.yaml"
     with_mark.write_bytes("\ufeff".encode() + path.read_bytes())
     assert load_cassette(with_mark).interactions == load_cassette(path).interactions
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        [{"event": "ping", "data": {"type": "ping"}}, {"data": [1, "é", None]}, {"event": "", "data": {}}],
+        [],
+        [{"event": "ping", "data": {}}, {"event": "a\nb", "data": {}}],
+        [{"event": "a\rb", "data": {}}],
+        [{"event": 3, "data": {}}],
+        [{"event": "message", "data": "plain text"}],
+        [{"data": 1}],
+        [{"event": "x", "data": {}, "id": "1"}],
+        [{"event": "x", "data": {"text": "\ud800"}}],
+        ["not a mapping"],
+    ],
+)
+def test_events_as_a_document_holds_them_are_encoded_each_as_alone_or_not_at_all(raw: list[Any]) -> None:
+    alone = [
+        encoded_event(event.get("event"), event.get("data", ""))
+        if type(event) is dict and event.keys() <= {"event", "data"}
+        else None
+        for event in raw
+    ]
+    encoded = encoded_raw_events(raw)
+    if None in alone:
+        assert encoded is None
+    else:
+        assert encoded is not None and list(encoded.chunks) == alone

@@ -20,7 +20,8 @@ from yaml.resolver import Resolver
 from replay.cassette._native import compact_interaction
 from replay.storage import _yaml_events
 from replay.storage._yaml_events import Scalars, Unusual, construct_plain
-from replay.storage._yaml_lines import _WORDS, construct_lines
+from replay.storage._yaml_flow_json import WORDS as _WORDS
+from replay.storage._yaml_lines import construct_lines
 from replay.storage.strict_yaml import FlowMap, FlowSeq, dump_yaml, load_yaml_data
 from tests.replay.storage.loaders import LIBRARY, RESOLVERS, full_loader, same
 
@@ -142,6 +143,7 @@ def test_whatever_it_is_not_sure_of_is_left_to_the_other_paths(text: str) -> Non
         "e: {}\nl: []\nk: [{}, [], {a: []}]\n",
         "'1': one\n\"2\": two\n-i: dash key\n<<: merge key\nu: https://example.com/a?b=c#d\n",
         "# a comment\na: b\n  # an indented comment\n\nc: d\n# end\n",
+        "n: [0, 7, 1000, 00, 0012, 08, 1_000, +5, -0, 0b11]\nm: 0\no: 1000\np: 0012\nq: 08\nr: 1_0\n",
     ],
 )
 def test_what_it_reads_it_reads_as_the_full_loader_does(text: str) -> None:
