@@ -19,9 +19,10 @@ import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Final
+
+from replay.cassette.parsed_json import parsed_encoder
 
 __all__ = [
     "IGNORED_QUERY_PARAMETERS",
@@ -66,33 +67,13 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-# The C encoder `JSONEncoder.encode` builds on every call (with `_CANONICAL`'s settings), built
-# once, without the table of containers it keeps to refuse a cycle: what the JSON parser built
-# holds no cycle, nor anything but JSON's types, so nothing can fail halfway and leave the table
-# stale. None without the C accelerator.
-_PARSED_ENCODER: Final = (
-    None
-    if c_make_encoder is None
-    else c_make_encoder(
-        None,
-        _CANONICAL.default,
-        encode_basestring,
-        _CANONICAL.indent,
-        _CANONICAL.key_separator,
-        _CANONICAL.item_separator,
-        _CANONICAL.sort_keys,
-        _CANONICAL.skipkeys,
-        _CANONICAL.allow_nan,
-    )
-)
+_ENCODE_PARSED: Final = parsed_encoder(_CANONICAL)
 
 
 def canonical_json_of_parsed(value: Any) -> str:
     """`canonical_json` of a value the JSON parser built (only JSON's types, no cycle), without
     the encoder's set-up per call: a new message is keyed this way at a cassette's first replay."""
-    if _PARSED_ENCODER is None:
-        return _CANONICAL.encode(value)
-    return "".join(_PARSED_ENCODER(value, 0))
+    return _ENCODE_PARSED(value)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from replay.cassette.decoded_on_read import DecodedOnRead
+from replay.cassette.parsed_json import parsed_encoder
 
 __all__ = [
     "BodyKind",
@@ -216,22 +217,8 @@ def encode_sse_event(event: SseEvent) -> bytes:
 
 # What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on every call.
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# The same encoder's C core, made once rather than on every call (`JSONEncoder.encode` makes it
-# anew each time: a third of encoding an event). Without its check for circular data, which
-# parsed JSON never has.
-_COMPACT_CORE: Final = (
-    None
-    if json.encoder.c_make_encoder is None
-    else json.encoder.c_make_encoder(
-        None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
-    )
-)
-
-
-def _compact_json(data: dict[str, Any] | list[Any]) -> str:
-    return _COMPACT.encode(data) if _COMPACT_CORE is None else "".join(_COMPACT_CORE(data, 0))
-
-
+# The same for the data of events a cassette's load decodes (`replay.cassette.parsed_json`).
+_compact_json: Final = parsed_encoder(_COMPACT)
 # A chunk `encode_sse_event` writes for data that is a JSON object or array (compact JSON holds
 # no line break): what `encoded_events` accepts, and all that `_decode_chunk` has to read.
 _ONE_LINE_EVENT: Final = re.compile(rb"(?:event: ([^\n\r]*)\n)?data: ([\[{][^\n\r]*)\n\n")
@@ -270,34 +257,15 @@ _EVENT_KEYS: Final = frozenset(("event", "data"))
 
 def encoded_raw_events(events: list[Any]) -> EncodedEvents | None:
     """`encoded_events` of events as a cassette's document holds them (mappings of ``event``
-    and ``data`` only), or None when one is not such a mapping or would not read back the same:
-    `encoded_event`'s checks in one loop (a cassette's load calls it for every event)."""
-    if _COMPACT_CORE is None:
-        encoded = [
-            encoded_event(event.get("event"), event.get("data", ""))
-            if type(event) is dict and event.keys() <= _EVENT_KEYS
-            else None
-            for event in events
-        ]
-        return None if None in encoded else EncodedEvents.of(encoded)  # type: ignore[arg-type]
+    and ``data`` only), or None when one is not such a mapping or would not read back the same."""
     chunks = []
     for event in events:
         if type(event) is not dict or not event.keys() <= _EVENT_KEYS:
             return None
-        name = event.get("event")
-        data = event.get("data", "")
-        if type(data) is not dict and type(data) is not list:
+        chunk = encoded_event(event.get("event"), event.get("data", ""))
+        if chunk is None:
             return None
-        if name is None:
-            text = f"data: {''.join(_COMPACT_CORE(data, 0))}\n\n"
-        elif type(name) is str and "\n" not in name and "\r" not in name:
-            text = f"event: {name}\ndata: {''.join(_COMPACT_CORE(data, 0))}\n\n"
-        else:
-            return None
-        try:
-            chunks.append(text.encode("utf-8"))
-        except UnicodeEncodeError:  # a lone surrogate: left as events, as ever
-            return None
+        chunks.append(chunk)
     return EncodedEvents.of(chunks)
 
 

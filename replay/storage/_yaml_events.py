@@ -34,7 +34,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-__all__ = ["AVAILABLE", "MAX_DEPTH", "ItemHook", "Scalars", "Unusual", "construct_plain"]
+__all__ = ["AVAILABLE", "MAX_DEPTH", "SHARED_LENGTH", "ItemHook", "Scalars", "Unusual", "construct_plain"]
 
 try:
     from yaml._yaml import CParser
@@ -76,14 +76,32 @@ def construct_plain(
 
 
 class Scalars:
-    """Plain scalars resolved as the full loader resolves them; non-strings memoized (the same
-    few numbers, booleans and nulls recur thousands of times in a cassette)."""
+    """Plain scalars resolved as the full loader resolves them, for one document: a short one
+    resolved once (the same few numbers, booleans, nulls and words recur thousands of times in a
+    cassette), and one str object kept per distinct short text (each copy would cost 50-100
+    bytes)."""
 
     def __init__(self, resolvers: dict[Any, list[tuple[str, Any]]]) -> None:
         if resolvers.get(None):
             raise Unusual  # a wildcard resolver would apply to every scalar: leave it to the loader
         self._resolvers = {first: found for first, found in resolvers.items() if found}
         self._constructor = SafeConstructor()
+        self._shared: dict[str, str] = {}
+        self._resolved: dict[str, Any] = {}
+
+    def shared(self, text: str) -> str:
+        """``text``, as the one object kept for it when it is short."""
+        return self._shared.setdefault(text, text) if len(text) <= SHARED_LENGTH else text
+
+    def resolved(self, text: str) -> Any:
+        """`plain` of a plain scalar's ``text``, looked up when it is short (a string shared)."""
+        if len(text) > SHARED_LENGTH:
+            return self.plain(text)
+        known = self._resolved.get(text, _MISSING)
+        if known is _MISSING:
+            value = self.plain(text)
+            known = self._resolved[text] = self.shared(value) if type(value) is str else value
+        return known
 
     def plain(self, value: str) -> Any:
         candidates = self._resolvers.get(value[0] if value else "")
@@ -105,7 +123,8 @@ class Scalars:
 
 _MISSING: Final = object()
 _INT_TAG: Final = "tag:yaml.org,2002:int"
-_SHARED_LENGTH: Final = 48
+# Texts up to this long are shared and their resolution looked up (`Scalars`).
+SHARED_LENGTH: Final = 48
 
 
 def _build(parser: Any, scalars: Scalars, items: ItemHook | None) -> Any:
@@ -120,29 +139,14 @@ def _build(parser: Any, scalars: Scalars, items: ItemHook | None) -> Any:
     # Each open container: the dict or list, and for a dict the key waiting for its value.
     stack: list[list[Any]] = []
     root: Any = _MISSING
-    # One str object per distinct key or short value: a cassette repeats "type", "text_delta"
-    # and their like thousands of times, and each copy would cost 50-100 bytes. ``plain``: what
-    # each short plain scalar resolved to, so a repeated one is one lookup.
-    shared: dict[str, str] = {}
-    plain: dict[str, Any] = {}
+    resolved, shared = scalars.resolved, scalars.shared
     while True:
         event = get()
         kind = type(event)
         if kind is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise Unusual
-            value: Any = event.value
-            if len(value) > _SHARED_LENGTH:
-                if event.implicit[0]:
-                    value = scalars.plain(value)
-            elif event.implicit[0]:
-                known = plain.get(value, _MISSING)
-                if known is _MISSING:
-                    resolved = scalars.plain(value)
-                    known = plain[value] = shared.setdefault(value, value) if type(resolved) is str else resolved
-                value = known
-            else:
-                value = shared.setdefault(value, value)
+            value: Any = resolved(event.value) if event.implicit[0] else shared(event.value)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
                 raise Unusual

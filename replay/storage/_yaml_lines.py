@@ -22,14 +22,13 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import IO, Any, Final
 
-from replay.storage._yaml_events import MAX_DEPTH, ItemHook, Scalars, Unusual
+from replay.storage._yaml_events import MAX_DEPTH, SHARED_LENGTH, ItemHook, Scalars, Unusual
 from replay.storage._yaml_flow_json import FAST_SCAN, RESOLVED_FIRST, FlowJson
 from replay.storage._yaml_scalars import SINGLE_QUOTED, is_plain, is_single_quoted
 
 __all__ = ["construct_lines"]
 
 _SLICE: Final = 1 << 16  # bytes read at a time from a file
-_SHARED_LENGTH: Final = 48
 _MAX_KEY: Final = 128  # longer keys are written as "? key" by the dumper; libyaml limits simple keys
 
 # Anything libyaml reads otherwise than a plain character: tabs, carriage returns and the other
@@ -133,10 +132,6 @@ class _Reader:
         self._flow_json = FlowJson()
         self._items = items
         self._hooked_list: list[Any] | None = None
-        # One str object per distinct short key or value, and what each short plain scalar
-        # resolved to (as the event path does).
-        self._shared: dict[str, str] = {}
-        self._plain: dict[str, Any] = {}
         self._keys: dict[str, str] = {}  # a line's key as written -> the key (a cassette repeats a few)
         self._first: Any = None  # the value of the flow collection `_parse` read last
 
@@ -299,7 +294,7 @@ class _Reader:
 
     def _line_key(self, raw: str) -> str:
         key = self._key(raw)
-        if len(raw) <= _SHARED_LENGTH:
+        if len(raw) <= SHARED_LENGTH:
             self._keys[raw] = key
         return key
 
@@ -320,19 +315,8 @@ class _Reader:
         elif first == '"':
             value = _double_quoted(token)
         else:
-            return self._plain_scalar(token)
-        return self._shared.setdefault(value, value) if len(value) <= _SHARED_LENGTH else value
-
-    def _plain_scalar(self, text: str) -> Any:
-        known = self._plain.get(text, self)
-        if known is not self:
-            return known
-        value = self._scalars.plain(text)
-        if len(text) <= _SHARED_LENGTH:
-            if type(value) is str:
-                value = self._shared.setdefault(value, value)
-            self._plain[text] = value
-        return value
+            return self._scalars.resolved(token)
+        return self._scalars.shared(value)
 
     def _value(self, rest: str) -> Any:
         """The scalar ``rest`` after a key or a dash."""
