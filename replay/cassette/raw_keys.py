@@ -37,10 +37,10 @@ from replay.cassette.fingerprints import Normalizer, home_folder
 from replay.cassette.normalized_text import NormalizedText
 from replay.redact.redactor import Redactor
 
-__all__ = ["RawBodyKeys", "raw_body_keys"]
+__all__ = ["ASCII_ESCAPE", "RawBodyKeys", "raw_body_keys"]
 
 # An escape that writes a printable ASCII character (a root's) another way than itself.
-_ASCII_ESCAPE: Final = re.compile(rb"\\(?:/|u00[2-7][0-9a-fA-F])")
+ASCII_ESCAPE: Final = re.compile(r"\\(?:/|u00[2-7][0-9a-fA-F])")
 _PLAIN: Final = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\"}
 # Bounds on what is kept: every key is dropped once either is passed (a long session's bodies
 # re-send its history, so they are kept by size, not only by count).
@@ -86,17 +86,20 @@ class RawBodyKeys:
         free = self._free.get((home, redactor))
         found = free.get(digest) if free is not None else None
         # A key kept without roots was kept because no escape could hide one in its body.
-        if found is not None and _roots_absent(normalizer, body, escapes_checked=True):
+        if found is not None and _roots_absent(normalizer, body, escaped=False):
             return found
         return None
 
-    def put(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor, key: _Key) -> None:
-        """Keep ``key`` (fingerprint, normalized text) for this body under this normalizer."""
+    def put(
+        self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor, key: _Key, *, escaped: bool
+    ) -> None:
+        """Keep ``key`` (fingerprint, normalized text) for this body under this normalizer.
+        ``escaped``: whether `ASCII_ESCAPE` is in the body (its caller read it piece by piece)."""
         home = home_folder()
         with self._lock:
             if self._entries >= _ENTRY_LIMIT or self._characters >= _CHARACTER_LIMIT:
                 self.clear()
-            if _roots_absent(normalizer, body, escapes_checked=False):
+            if _roots_absent(normalizer, body, escaped=escaped):
                 table = _table(self._free, (home, redactor))
             else:
                 table = _table(self._rooted, (home, redactor, normalizer.roots))
@@ -121,8 +124,9 @@ def _table(tables: dict[_Context, _Table], context: _Context) -> _Table:
     return table
 
 
-def _roots_absent(normalizer: Normalizer, body: bytes, *, escapes_checked: bool) -> bool:
-    """Whether none of ``normalizer``'s roots can be in the decoded text of the JSON ``body``."""
+def _roots_absent(normalizer: Normalizer, body: bytes, *, escaped: bool) -> bool:
+    """Whether none of ``normalizer``'s roots can be in the decoded text of the JSON ``body``;
+    ``escaped``: whether `ASCII_ESCAPE` is in it (a key was kept free only when it was not)."""
     plain = _plain_roots(normalizer.roots)
     if plain is None:
         return False
@@ -130,7 +134,7 @@ def _roots_absent(normalizer: Normalizer, body: bytes, *, escapes_checked: bool)
     # Each root starts with what they share (the run's temp folder): where that is not, none is.
     if shared in body and any(root in body for root in roots):
         return False
-    return escapes_checked or not (b"\\" in body and _ASCII_ESCAPE.search(body))
+    return not escaped
 
 
 @functools.lru_cache(maxsize=_CONTEXT_LIMIT)

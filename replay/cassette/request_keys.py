@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from replay.cassette.fingerprints import Normalizer, canonical_json, canonical_json_of_parsed, digest_normalized
 from replay.cassette.normalized_text import MESSAGES_OPENING, NormalizedText
-from replay.cassette.raw_keys import raw_body_keys
+from replay.cassette.raw_keys import ASCII_ESCAPE, raw_body_keys
 from replay.cassette.running_digests import FingerprintDigest, RawDigest
 from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
@@ -78,24 +78,24 @@ class _Piece:
     normalized: str | tuple[str, ...]
     clean: bool  # the redactor's decoded-string detectors find nothing in it
     suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
+    # An escape that writes an ASCII character another way is in it (`raw_keys.ASCII_ESCAPE`):
+    # a body's is any of its pieces' (no backslash lies between them), so no body is read whole
+    # for it.
+    escaped: bool = False
 
 
 class _SeenList:
     """A ``messages`` list as the last request sent it: what each element gave (normalized
-    text, clean, suspect), and where each element ends in the list's raw text."""
+    text, clean, suspect, escaped), and where each element ends in the list's raw text."""
 
-    def __init__(
-        self,
-        parts: list[str],
-        cleans: list[bool],
-        suspects: list[bool],
-        joined: str = "",
-        offsets: list[int] | None = None,
-    ) -> None:
-        self.parts, self.cleans, self.suspects = parts, cleans, suspects
-        self.joined = joined  # the list's raw text between its brackets
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.cleans: list[bool] = []
+        self.suspects: list[bool] = []
+        self.escapes: list[bool] = []
+        self.joined = ""  # the list's raw text between its brackets
         # offsets[k]: the length of the first k elements joined (0 for none).
-        self.offsets = [0] if offsets is None else offsets
+        self.offsets = [0]
 
     def shared_run(self, text: str, start: int) -> int:
         """How many of these elements ``text`` repeats from ``start``: all of them, or all but
@@ -144,7 +144,7 @@ class RequestKeys:
         # SHA-256 of a raw element of `messages` -> piece (the digest, not the raw text: only its
         # normalized text is needed again, by the request log)
         self._elements: dict[bytes, _Piece] = {}
-        self._last_messages = _SeenList([], [], [])  # the last list seen
+        self._last_messages = _SeenList()  # the last list seen
         self._last_members: list[str] = []  # the last body's members' raw texts ("" for messages)
         self._frame: _Frame | None = None  # the last body around its messages
         self._redactor: Redactor | None = None
@@ -180,7 +180,7 @@ class RequestKeys:
             # What is clean depends on the redactor (the environment's credentials).
             self._members.clear()
             self._elements.clear()
-            self._last_messages = _SeenList([], [], [])
+            self._last_messages = _SeenList()
             self._last_members = []
             self._frame = None
             self._redactor = redactor
@@ -200,6 +200,7 @@ class RequestKeys:
             return None  # a key twice: the parsed body keeps only the last
         if not all(piece.clean for _, piece in members):
             return None
+        escaped = any(piece.escaped for _, piece in members)
         suspect = self._whole_text_check or any(piece.suspect for _, piece in members)
         if suspect and redactor.detect_in_raw_text(text):
             return None
@@ -212,7 +213,7 @@ class RequestKeys:
             )
             if self._last_message_at and len(text) == len(body):  # ASCII: a character's index is its byte's
                 self._raw_digest.remember(method, path, body, self._last_message_at)
-        raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized))
+        raw_keys.put(digest, body, self._normalizer, redactor, (key, normalized), escaped=escaped)
         return FastKey(key, normalized)
 
     def _members_of(self, text: str, redactor: Redactor) -> list[tuple[str, _Piece]]:
@@ -305,14 +306,15 @@ class RequestKeys:
             return _Piece((), clean, suspect), start + 1
         last = self._last_messages
         opening = start
-        seen = _SeenList([], [], [])
-        parts, cleans, suspects, offsets = seen.parts, seen.cleans, seen.suspects, seen.offsets
+        seen = _SeenList()
+        parts, cleans, suspects, escapes = seen.parts, seen.cleans, seen.suspects, seen.escapes
+        offsets = seen.offsets
         # The last request's list: an agent loop re-sends it, but for its last message or two
         # (a moved cache marker), so its longest shared run is found by comparing text, in one go.
         shared = last.shared_run(text, start)
         if shared:
             parts[:] = last.parts[:shared]
-            cleans[:], suspects[:] = last.cleans[:shared], last.suspects[:shared]
+            cleans[:], suspects[:], escapes[:] = last.cleans[:shared], last.suspects[:shared], last.escapes[:shared]
             offsets[:] = last.offsets[: shared + 1]
             start += last.offsets[shared]
             if text[start] == "]":
@@ -330,6 +332,7 @@ class RequestKeys:
             parts.append(piece.normalized)  # type: ignore[arg-type]  # an element's is a str
             cleans.append(piece.clean)
             suspects.append(piece.suspect)
+            escapes.append(piece.escaped)
             offsets.append(end - opening)  # the list is compact: its text up to here is the elements joined
             if text[end] == "]":
                 return self._finish(seen, text, opening, end, clean, suspect), end + 1
@@ -343,7 +346,7 @@ class RequestKeys:
         seen.joined = text[opening:end]
         self._last_messages = seen
         self._last_message_at = opening + seen.offsets[-2]
-        return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects))
+        return _Piece(tuple(seen.parts), clean and all(seen.cleans), suspect or any(seen.suspects), any(seen.escapes))
 
     def _new_piece(self, value: Any, raw: str, digest: bytes, redactor: Redactor, key: str | None = None) -> _Piece:
         """A message, or a member ``key`` (its normalized text then starts with the key), whose
@@ -354,7 +357,8 @@ class RequestKeys:
             # A member's raw text holds its key. Its strings are not kept by the redactor's cache:
             # the verdict is kept for the whole piece, by its digest.
             clean = redactor.strings_clean(_long_strings(raw), remember=False)
-            verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw)]
+            escaped = "\\" in raw and ASCII_ESCAPE.search(raw) is not None
+            verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw), escaped]
             self._remember(verdicts, digest, verdict)
         # `Normalizer.value` without its cache: this piece is normalized once anyway.
         normalized = self._normalizer.text(canonical_json_of_parsed(value))
@@ -372,11 +376,18 @@ class RequestKeys:
 # What the redactor finds in a piece, by the SHA-256 of its raw text, for the process's current
 # redactor: a fresh player (each replay has one) asks again about the pieces of the sessions
 # replayed before it, and scanning a piece's strings is most of keying it.
-_VERDICTS: Final = {(clean, suspect): (clean, suspect) for clean in (False, True) for suspect in (False, True)}
-_verdict_table: tuple[Redactor | None, dict[bytes, tuple[bool, bool]]] = (None, {})
+# A verdict is (clean, suspect, escaped), one shared tuple per combination.
+_Verdict = tuple[bool, bool, bool]
+_VERDICTS: Final[dict[_Verdict, _Verdict]] = {
+    (clean, suspect, escaped): (clean, suspect, escaped)
+    for clean in (False, True)
+    for suspect in (False, True)
+    for escaped in (False, True)
+}
+_verdict_table: tuple[Redactor | None, dict[bytes, _Verdict]] = (None, {})
 
 
-def _verdicts(redactor: Redactor) -> dict[bytes, tuple[bool, bool]]:
+def _verdicts(redactor: Redactor) -> dict[bytes, _Verdict]:
     """The verdicts kept for ``redactor`` (a new one starts an empty table)."""
     global _verdict_table
     owner, table = _verdict_table

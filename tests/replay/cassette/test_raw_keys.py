@@ -86,6 +86,55 @@ def test_a_folder_written_with_escapes_is_not_taken_for_an_absent_one(written: s
     assert "<workspace>" in reference(body, in_b)[1]
 
 
+def _growing_bodies_with(written: str, where: str) -> list[bytes]:
+    """Three requests of a session whose history grows, with ``written`` (raw JSON text, put in
+    as it is) in the system prompt, in a tool, in the first message (re-sent by every later
+    request) or in the last one."""
+    mark = "@written@"
+    system = f"Work in {mark}" if where == "system" else "Work here."
+    tools = [{"name": "read", "description": f"Reads {mark}" if where == "tools" else "Reads."}]
+    history: list[Any] = [{"role": "user", "content": f"Read {mark}" if where == "first" else "Read it."}]
+    bodies = []
+    for turn in range(3):
+        last = turn == 2 and where == "last"
+        history.append({"role": "assistant", "content": f"Turn {turn} in {mark}" if last else f"Turn {turn}."})
+        body = compact({"model": "m", "system": system, "tools": tools, "messages": history})
+        bodies.append(body.replace(mark.encode(), written.encode()))
+        history.append({"role": "user", "content": "Go on."})
+    return bodies
+
+
+@pytest.mark.parametrize("where", ["system", "tools", "first", "last"])
+@pytest.mark.parametrize("written", ["\\/work\\/run-b\\/workspace\\/notes.md", "\\u002fwork/run-b/workspace/n.md"])
+def test_an_escaped_folder_anywhere_in_a_body_keyed_piece_by_piece_is_not_taken_for_an_absent_one(
+    written: str, where: str
+) -> None:
+    # A player keys a session's later bodies from the pieces it has seen (the text around the
+    # messages, the messages re-sent): whether a body holds an escape comes from its pieces.
+    in_a, in_b = Normalizer.for_paths(workspace=FOLDER_A), Normalizer.for_paths(workspace=FOLDER_B)
+    bodies = _growing_bodies_with(written, where)
+    keys = RequestKeys(in_a)
+    for body in bodies:
+        assert keys.key(METHOD, PATH, body) is not None
+    for body in bodies:
+        assert kept(body, in_a) == reference(body, in_a)
+        if written.encode() in body:  # kept with run a's folders only: an escape may hide run b's
+            assert kept(body, in_b) is None
+        else:
+            assert kept(body, in_b) == reference(body, in_b)
+        assert keyed(body, in_b) == reference(body, in_b)
+    assert "<workspace>" in reference(bodies[-1], in_b)[1]
+
+
+def test_a_body_without_escapes_keyed_piece_by_piece_answers_a_player_in_any_folder() -> None:
+    in_a, in_b = Normalizer.for_paths(workspace=FOLDER_A), Normalizer.for_paths(workspace=FOLDER_B)
+    bodies = _growing_bodies_with("notes.md\\n(line two)", "first")
+    keys = RequestKeys(in_a)
+    for body in bodies:
+        assert keys.key(METHOD, PATH, body) is not None
+    assert [kept(body, in_b) for body in bodies] == [reference(body, in_b) for body in bodies]
+
+
 @pytest.mark.parametrize("secret", PLANTED)
 def test_a_body_the_scrub_changes_is_never_kept(secret: str) -> None:
     normalizer = Normalizer()
@@ -152,4 +201,4 @@ def test_a_root_is_looked_for_in_a_body_only_where_what_the_roots_share_is(roots
     # Roots are looked for only where the start they share is: never a root missed.
     normalizer = Normalizer(tuple((root, "<root>") for root in roots))
     data = body.encode()
-    assert _roots_absent(normalizer, data, escapes_checked=True) == (not any(root.encode() in data for root in roots))
+    assert _roots_absent(normalizer, data, escaped=False) == (not any(root.encode() in data for root in roots))
