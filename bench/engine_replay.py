@@ -18,14 +18,22 @@ Method
     ``CassettePlayer`` (strict) in another workspace folder, as a replay runs. Target: at most
     1.5× the SDK floor. What the process keeps between replays stays (the bodies already keyed,
     known by their bytes: ``replay/cassette/raw_keys.py``);
-  - *first replay*: the same with those forgotten first (``raw_body_keys().clear()``): every
-    body keyed from its text, as at a cassette's first replay in a process.
+  - *rekeyed*: the same with those forgotten first (``raw_body_keys().clear()``): every body
+    keyed from its text, the secret scan's verdicts on each message kept from the replays
+    before (as when a replay's bodies name its own run folder);
+  - *cold*: a cassette's first replay in a process. The recording is saved as a cassette file,
+    and each of four children forked (``bench/fresh_process.py``) before this process replays
+    anything loads it (untimed), runs the SDK floor and the engine over the bare mock once to
+    warm the SDK's and the engine's own first use (not the harness's), then times one replay and
+    one SDK floor, in alternating order; the row's ratio is the children's totals.
 - **Long session.** ``replay_bundle`` of ``cassettes/long-session-crosses-autocompact-twice``
   (loading, workspace copy, engine, tools, transcript) beside the SDK floor for its recorded
   requests: each body through ``create`` (streamed when the request streamed) over a
   ``MockTransport`` with the recorded answers; a recorded error answer raises in the SDK as it
   did for the engine, and is caught. Target: at most 2×. Timed again with the bodies known by
-  their bytes forgotten before each replay (the first replay in a process).
+  their bytes forgotten before each replay (rekeyed), and cold as above: four fresh children
+  each warm the SDK with one floor, then time one ``replay_bundle`` (its load included) and one
+  floor, in alternating order.
 
 Times are CPU time of this process (``time.process_time``; a shared machine's descheduling would
 land on whichever row ran) and wall time beside them; medians of the repetitions.
@@ -36,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -46,11 +55,12 @@ from typing import Any
 
 import anthropic
 import httpx2
-from per_request import Chunks  # beside this script
+from fresh_process import in_fresh_child  # beside this script
+from per_request import Chunks
 
 from engine import AnthropicModel, EngineSettings, QueryDeps, QueryEngine, QueryResult, ResultSubtype
 from engine.tools.base import Tool
-from replay.cassette import Cassette, load_cassette
+from replay.cassette import Cassette, load_cassette, save_cassette
 from replay.cassette.interaction import (
     BodyKind,
     FaultKind,
@@ -69,6 +79,7 @@ TARGET_TURN = 1.5  # engine replay / SDK floor, per turn
 TARGET_BUNDLE = 2.0  # replay_bundle of the long session / SDK floor for its requests
 LONG_SESSION = Path(__file__).resolve().parent.parent / "cassettes" / "long-session-crosses-autocompact-twice"
 API_KEY = "sk-ant-bench-placeholder"
+COLD_CHILDREN = 4  # fresh processes per cold row
 BASE_URL = "https://api.anthropic.com"
 
 
@@ -177,6 +188,7 @@ class TurnRows:
     bare_engine: Timed
     replay: Timed
     first: Timed = field(default_factory=Timed)
+    cold: tuple[float, float] | None = None  # the children's replay and floor CPU seconds
 
 
 async def measure_turns(scenario: Scenario, prompt: str, tool: Tool, settings: EngineSettings, repeat: int) -> TurnRows:
@@ -221,6 +233,7 @@ class BundleRows:
     floor: Timed
     replay: Timed
     first: Timed = field(default_factory=Timed)
+    cold: tuple[float, float] | None = None  # the children's replay_bundle and floor CPU seconds
 
 
 async def first_bundle_replay(bundle: Path) -> None:
@@ -230,11 +243,7 @@ async def first_bundle_replay(bundle: Path) -> None:
 
 async def measure_bundle(repeat: int, bundle: Path = LONG_SESSION) -> BundleRows:
     interactions = load_cassette(bundle / "cassette.yaml").interactions
-    playable = [
-        i
-        for i in interactions
-        if not (i.response.fault is not None and i.response.fault.kind is FaultKind.CONNECTION_FAILED)
-    ]
+    playable = _playable(bundle)
     rows = BundleRows(len(interactions), Timed(), Timed())
     await replay_bundle(bundle)  # warm-up
     for _ in range(repeat):
@@ -242,6 +251,101 @@ async def measure_bundle(repeat: int, bundle: Path = LONG_SESSION) -> BundleRows
         await rows.replay.run(lambda: replay_bundle(bundle))
         await rows.first.run(lambda: first_bundle_replay(bundle))
     return rows
+
+
+async def _record(scenario: Scenario, prompt: str, tool: Tool, settings: EngineSettings, cassette_file: Path) -> None:
+    """The per-turn scenario recorded as measure_turns records it, saved (nothing is keyed)."""
+    with tempfile.TemporaryDirectory(prefix="engine-replay-record-") as tmp:
+        keeping = _Keeping(FakeModelTransport(FakeModel(scenario)))
+        folder = Path(tmp)
+        await _drive(_engine(keeping, folder, tool, settings), prompt)
+        recorded_paths = {"workspace": str(folder / "workspace"), "session": str(folder / "session")}
+    save_cassette(Cassette(interactions=keeping.interactions, recorded_paths=recorded_paths), cassette_file)
+
+
+async def _cold_turns(
+    cassette_file: Path, prompt: str, tool: Tool, settings: EngineSettings, *, replay_first: bool
+) -> tuple[float, float]:
+    """In a fresh child: the CPU seconds of a first replay of the cassette file and of the SDK
+    floor, after one untimed floor and one engine over the bare mock (the SDK's and the
+    engine's own first use), over objects of their own."""
+    os.environ["AGENT_REPLAY_CACHE_DIR"] = "off"  # loaded from the YAML, nothing written
+    cassette = load_cassette(cassette_file)
+    floor_interactions = load_cassette(cassette_file).interactions
+    await sdk_floor(floor_interactions)
+    with tempfile.TemporaryDirectory(prefix="engine-replay-bare-") as tmp:
+        bare = answers_in_order(load_cassette(cassette_file).interactions)
+        await _drive(_engine(bare, Path(tmp), tool, settings), prompt)
+
+    async def replay() -> None:
+        with tempfile.TemporaryDirectory(prefix="engine-replay-") as tmp:
+            folder = Path(tmp)
+            player = CassettePlayer.from_cassette(
+                cassette, workspace=folder / "workspace", session_dir=folder / "session", strict=True
+            )
+            await _drive(_engine(CassetteTransport(player), folder, tool, settings), prompt)
+            player.finish()
+
+    return await _timed_pair(replay, lambda: sdk_floor(floor_interactions), replay_first=replay_first)
+
+
+async def _cold_bundle(bundle: Path, *, replay_first: bool) -> tuple[float, float]:
+    """In a fresh child: the CPU seconds of ``replay_bundle`` and of the SDK floor for its
+    requests, after one untimed floor (the SDK's own first use)."""
+    await sdk_floor(_playable(bundle))
+    floor_interactions = _playable(bundle)
+    return await _timed_pair(
+        lambda: replay_bundle(bundle), lambda: sdk_floor(floor_interactions), replay_first=replay_first
+    )
+
+
+async def _timed_pair(
+    replay: Callable[[], Awaitable[Any]], floor: Callable[[], Awaitable[Any]], *, replay_first: bool
+) -> tuple[float, float]:
+    replay_timed, floor_timed = Timed(), Timed()
+    for timed, work in ((replay_timed, replay), (floor_timed, floor))[:: 1 if replay_first else -1]:
+        await timed.run(work)
+    return replay_timed.cpu[0], floor_timed.cpu[0]
+
+
+def _playable(bundle: Path) -> list[Interaction]:
+    """The bundle's interactions the SDK floor sends (a recorded connection failure never
+    reached the API)."""
+    return [
+        i
+        for i in load_cassette(bundle / "cassette.yaml").interactions
+        if not (i.response.fault is not None and i.response.fault.kind is FaultKind.CONNECTION_FAILED)
+    ]
+
+
+def measure_cold(
+    scenario: Scenario, prompt: str, tool: Tool, settings: EngineSettings, *, bundle: bool
+) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    """The cold rows' (replay, floor) CPU totals over `COLD_CHILDREN` fresh children each: call
+    it before this process replays anything (bench/fresh_process.py)."""
+    with tempfile.TemporaryDirectory(prefix="engine-replay-cold-") as tmp:
+        cassette_file = Path(tmp) / "cassette.yaml"
+        asyncio.run(_record(scenario, prompt, tool, settings, cassette_file))
+        turns = [
+            in_fresh_child(
+                lambda first=child % 2 == 0: asyncio.run(
+                    _cold_turns(cassette_file, prompt, tool, settings, replay_first=first)
+                )
+            )
+            for child in range(COLD_CHILDREN)
+        ]
+    bundles = None
+    if bundle:
+        load_cassette(LONG_SESSION / "cassette.yaml")  # its compiled copy made, as for the other rows
+        bundles = [
+            in_fresh_child(lambda first=child % 2 == 0: asyncio.run(_cold_bundle(LONG_SESSION, replay_first=first)))
+            for child in range(COLD_CHILDREN)
+        ]
+    return _totals(turns), (_totals(bundles) if bundles is not None else None)
+
+
+def _totals(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    return sum(replay for replay, _ in pairs), sum(floor for _, floor in pairs)
 
 
 def _ms(samples: list[float]) -> str:
@@ -260,7 +364,7 @@ def print_target_3(turn_rows: TurnRows, bundle_rows: BundleRows | None) -> None:
         ("SDK floor: create(stream=True) over a mock", turn_rows.floor, None),
         ("engine over the bare mock (no matching)", turn_rows.bare_engine, None),
         ("engine replay (CassetteTransport)", turn_rows.replay, TARGET_TURN),
-        ("engine replay, first in the process", turn_rows.first, TARGET_TURN),
+        ("engine replay, rekeyed", turn_rows.first, TARGET_TURN),
     ):
         cpu = statistics.median(timed.cpu)
         verdict = "" if target is None else ("PASS" if cpu / floor <= target else "FAIL")
@@ -269,6 +373,7 @@ def print_target_3(turn_rows: TurnRows, bundle_rows: BundleRows | None) -> None:
             f"{label:<44} {turn_rows.requests:>8} {cpu * 1e3:>9,.1f} {_ms(timed.wall):>9} "
             f"{cpu / turn_rows.turns * 1e6:>12,.1f} {ratio:>8} {verdict:>8}"
         )
+    _print_cold("engine replay, cold (first in a fresh process)", turn_rows.cold, TARGET_TURN, turn_rows.turns)
     print(f"target: engine replay ≤ {TARGET_TURN}× the SDK floor per turn ({turn_rows.turns} turns)")
     if bundle_rows is None:
         return
@@ -284,7 +389,7 @@ def print_target_3(turn_rows: TurnRows, bundle_rows: BundleRows | None) -> None:
     )
     for label, timed in (
         ("replay_bundle (load, copy, engine, tools)", bundle_rows.replay),
-        ("replay_bundle, first in the process", bundle_rows.first),
+        ("replay_bundle, rekeyed", bundle_rows.first),
     ):
         replay_cpu = statistics.median(timed.cpu)
         verdict = "PASS" if replay_cpu / floor <= TARGET_BUNDLE else "FAIL"
@@ -292,14 +397,34 @@ def print_target_3(turn_rows: TurnRows, bundle_rows: BundleRows | None) -> None:
             f"{label:<44} {bundle_rows.requests:>8} {replay_cpu * 1e3:>9,.1f} "
             f"{_ms(timed.wall):>9} {replay_cpu / floor:>7.2f}× {verdict:>8}"
         )
+    _print_cold("replay_bundle, cold (first in a fresh process)", bundle_rows.cold, TARGET_BUNDLE, None)
     print(f"target: replay_bundle ≤ {TARGET_BUNDLE}× the SDK floor for its requests")
+
+
+def _print_cold(label: str, cold: tuple[float, float] | None, target: float, turns: int | None) -> None:
+    if cold is None:
+        return
+    replay, floor = cold
+    ratio = replay / floor
+    per_child = f"{replay / COLD_CHILDREN * 1e3:,.1f}"
+    per_turn = f" {'':>9} {replay / COLD_CHILDREN / turns * 1e6:>12,.1f}" if turns else f" {'':>9}"
+    print(
+        f"{label:<44} {'':>8} {per_child:>9}{per_turn} {ratio:>7.2f}× {'PASS' if ratio <= target else 'FAIL':>8}"
+        f"  (floor {floor / COLD_CHILDREN * 1e3:,.1f} ms in the same {COLD_CHILDREN} children)"
+    )
 
 
 def run_target_3(
     scenario: Scenario, prompt: str, tool: Tool, settings: EngineSettings, *, repeat: int, bundle: bool
 ) -> None:
+    cold_turns, cold_bundle = measure_cold(scenario, prompt, tool, settings, bundle=bundle)
+
     async def both() -> tuple[TurnRows, BundleRows | None]:
         turn_rows = await measure_turns(scenario, prompt, tool, settings, repeat)
         return turn_rows, (await measure_bundle(repeat) if bundle else None)
 
-    print_target_3(*asyncio.run(both()))
+    turn_rows, bundle_rows = asyncio.run(both())
+    turn_rows.cold = cold_turns
+    if bundle_rows is not None:
+        bundle_rows.cold = cold_bundle
+    print_target_3(turn_rows, bundle_rows)

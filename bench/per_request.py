@@ -14,32 +14,45 @@ Method
   first replay and kept on the loaded cassette; the bodies already keyed, known by their bytes
   — ``replay/cassette/raw_keys.py``; the redactor's scanned strings). The untimed warm-up pays
   those once.
-- *first replay*: the same, with the bodies known by their bytes forgotten before each pass
-  (``raw_body_keys().clear()``), so every body is keyed from its text: what a cassette's first
-  replay in a process costs.
+- *rekeyed*: the same, with the bodies known by their bytes forgotten before each pass
+  (``raw_body_keys().clear()``), so every body is keyed from its text, but with the secret scan's
+  verdicts on each message kept from the passes before: what a replay of a session this process
+  has replayed before costs when its bodies' bytes differ (they name the run's own folder).
+- *cold*: a cassette's first replay in a process. The interactions are saved as a cassette file;
+  each pass runs in a child forked (``bench/fresh_process.py``) before the parent has replayed
+  anything, which loads the file (untimed: loading is targets 1 and 4's business) and replays
+  it, so nothing the process keeps between replays is known: every body is keyed from its text
+  and every message's strings are scanned for secrets. The child times a bare pass too (over
+  objects of its own, in alternating order), and the cold ratio is the children's cold total
+  over their bare total; at least 500 requests a repetition (at most 50 children).
 - *bare*: ``httpx2.AsyncClient(transport=httpx2.MockTransport(handler))`` whose handler returns
   the next recorded answer (status, headers, the same 30 chunks) without looking at the request.
 - Each column sends every body with ``client.post`` and reads the whole response; every column
-  is checked to return the recorded bytes. Passes alternate ours, bare, first replay, ours, bare
-  ... until each has sent ``min_requests``; a repetition's ratios are ours' and the first
-  replay's totals over bare's, so all see the same load.
+  is checked to return the recorded bytes. Passes alternate ours, bare, rekeyed, ours, bare
+  ... until each has sent ``min_requests``; a repetition's ratios are ours' and the rekeyed
+  totals over bare's, so all see the same load.
   Times are CPU time of this process (``time.process_time``): on a shared machine, time spent
   descheduled would land on whichever column was running. The table shows the median of the
-  repetitions; PASS when the median ratio is at most 1.5 (printed for both rows of ours).
+  repetitions; PASS when the median ratio is at most 1.5 (printed for each column of ours).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import math
+import os
 import statistics
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx2
+from fresh_process import in_fresh_child  # beside this script
 
-from replay.cassette import Cassette
+from replay.cassette import Cassette, load_cassette, save_cassette
 from replay.cassette.interaction import Interaction
 from replay.cassette.raw_keys import raw_body_keys
 from replay.cassette.transport import CassettePlayer, CassetteTransport
@@ -56,8 +69,10 @@ class PerRequestRow:
     ours: list[float]  # seconds per request, per repetition
     bare: list[float]
     ratios: list[float]
-    first: list[float] = field(default_factory=list)  # the first replay's seconds per request
+    first: list[float] = field(default_factory=list)  # rekeyed: seconds per request
     first_ratios: list[float] = field(default_factory=list)
+    cold: list[float] = field(default_factory=list)  # a cassette's first replay in a process
+    cold_ratios: list[float] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -66,6 +81,10 @@ class PerRequestRow:
     @property
     def first_ratio(self) -> float:
         return statistics.median(self.first_ratios)
+
+    @property
+    def cold_ratio(self) -> float:
+        return statistics.median(self.cold_ratios)
 
 
 class Chunks(httpx2.AsyncByteStream):
@@ -105,8 +124,68 @@ async def _send(client: httpx2.AsyncClient, bodies: Sequence[bytes], expected: S
     return elapsed
 
 
+MIN_COLD_REQUESTS = 500
+MAX_COLD_CHILDREN = 50
+
+
+def measure_cold(
+    size: int, make_interactions: Callable[[], list[Interaction]], *, repeat: int
+) -> list[tuple[float, float]]:
+    """Per repetition, the cold passes' and the bare passes' seconds per request, each pair from
+    children forked from this process (call it before this process replays anything)."""
+    children = min(MAX_COLD_CHILDREN, math.ceil(MIN_COLD_REQUESTS / size))
+    repetitions = []
+    with tempfile.TemporaryDirectory(prefix="per-request-cold-") as folder:
+        cassette_file = Path(folder) / "cassette.yaml"
+        save_cassette(Cassette(interactions=make_interactions()), cassette_file)
+        for _ in range(repeat):
+            cold_total = bare_total = 0.0
+            for child in range(children):
+                cold, bare = in_fresh_child(
+                    lambda first=child % 2 == 0: asyncio.run(
+                        _cold_and_bare(cassette_file, make_interactions, cold_first=first)
+                    )
+                )
+                cold_total += cold
+                bare_total += bare
+            repetitions.append((cold_total / (children * size), bare_total / (children * size)))
+    return repetitions
+
+
+async def _cold_and_bare(
+    cassette_file: Path, make_interactions: Callable[[], list[Interaction]], *, cold_first: bool
+) -> tuple[float, float]:
+    """In a fresh child: one replay of the cassette file, loaded from its YAML, and one bare pass
+    over interactions of its own, in the order given."""
+    os.environ["AGENT_REPLAY_CACHE_DIR"] = "off"  # no compiled copy written beside the user's
+    cassette = load_cassette(cassette_file)
+    interactions = cassette.interactions
+    bodies = [i.request.body_bytes() for i in interactions]
+    expected = [i.response.body_bytes() for i in interactions]
+    bare_transport, _ = mock_transport(make_interactions())
+    player = CassettePlayer.from_cassette(cassette, strict=True)
+    async with (
+        httpx2.AsyncClient(transport=CassetteTransport(player)) as ours_client,
+        httpx2.AsyncClient(transport=bare_transport) as bare_client,
+    ):
+        gc.collect()
+        if cold_first:
+            cold = await _send(ours_client, bodies, expected, "cold replay")
+            bare = await _send(bare_client, bodies, expected, "bare")
+        else:
+            bare = await _send(bare_client, bodies, expected, "bare")
+            cold = await _send(ours_client, bodies, expected, "cold replay")
+    player.finish()
+    return cold, bare
+
+
 async def measure_per_request(
-    size: int, interactions: Sequence[Interaction], *, repeat: int, min_requests: int
+    size: int,
+    interactions: Sequence[Interaction],
+    *,
+    repeat: int,
+    min_requests: int,
+    cold: Sequence[tuple[float, float]] = (),
 ) -> PerRequestRow:
     """Ours and the bare MockTransport over ``interactions``, passes alternating."""
     cassette = Cassette(interactions=list(interactions))
@@ -119,6 +198,8 @@ async def measure_per_request(
     ours_transport = CassetteTransport(CassettePlayer.from_cassette(cassette, strict=True))
     bare_transport, rewind = mock_transport(interactions)
     row = PerRequestRow(size, [], [], [])
+    row.cold = [seconds for seconds, _ in cold]
+    row.cold_ratios = [seconds / bare for seconds, bare in cold]
     async with (
         httpx2.AsyncClient(transport=ours_transport) as ours_client,
         httpx2.AsyncClient(transport=bare_transport) as bare_client,
@@ -134,7 +215,7 @@ async def measure_per_request(
                 bare_total += await _send(bare_client, bodies, expected, "bare")
                 raw_body_keys().clear()  # the first replay: every body keyed from its text
                 ours_transport.player = player = CassettePlayer.from_cassette(cassette, strict=True)
-                first_total += await _send(ours_client, bodies, expected, "first replay")
+                first_total += await _send(ours_client, bodies, expected, "rekeyed replay")
                 player.finish()
             if repetition:
                 row.ours.append(ours_total / (passes * size))
@@ -151,25 +232,31 @@ def print_per_request(rows: Sequence[PerRequestRow]) -> None:
         f"Target 2: per request, ours beside a bare httpx2.MockTransport returning the same bytes in "
         f"{ANSWER_CHUNKS} chunks (CPU µs/request, median of {len(rows[0].ours) if rows else 0}; passes alternate)"
     )
-    print("ours: a replay after the first in the process (bodies known by their bytes); first: every body keyed")
-    print("from its text, as at a cassette's first replay in a process")
+    print("ours: a replay after the first in the process (bodies known by their bytes); rekeyed: every body keyed")
+    print("from its text, the secret scan's verdicts kept; cold: a cassette's first replay in a fresh process")
     header = (
-        f"{'interactions':>12} {'ours µs/req':>12} {'first µs/req':>13} {'bare µs/req':>12} {'ours÷bare':>10} "
-        f"{'first÷bare':>11} {'target':>7} {'ours':>5} {'first':>6}"
+        f"{'interactions':>12} {'ours µs/req':>12} {'rekeyed':>8} {'cold':>7} {'bare µs/req':>12} {'ours÷bare':>10} "
+        f"{'rekeyed÷':>9} {'cold÷':>6} {'target':>7} {'ours':>5} {'rekeyed':>8} {'cold':>5}"
     )
     print(header)
     print("-" * len(header))
     for row in rows:
-        verdict = "PASS" if row.ratio <= TARGET_RATIO else "FAIL"
-        first_verdict = "PASS" if row.first_ratio <= TARGET_RATIO else "FAIL"
+        cold = statistics.median(row.cold) * 1e6 if row.cold else float("nan")
+        cold_ratio = row.cold_ratio if row.cold_ratios else float("nan")
         print(
-            f"{row.size:>12,} {statistics.median(row.ours) * 1e6:>12.1f} {statistics.median(row.first) * 1e6:>13.1f} "
-            f"{statistics.median(row.bare) * 1e6:>12.1f} {row.ratio:>9.2f}× {row.first_ratio:>10.2f}× "
-            f"{f'≤{TARGET_RATIO}×':>7} {verdict:>5} {first_verdict:>6}"
+            f"{row.size:>12,} {statistics.median(row.ours) * 1e6:>12.1f} {statistics.median(row.first) * 1e6:>8.1f} "
+            f"{cold:>7.1f} {statistics.median(row.bare) * 1e6:>12.1f} {row.ratio:>9.2f}× {row.first_ratio:>8.2f}× "
+            f"{cold_ratio:>5.2f}× {f'≤{TARGET_RATIO}×':>7} {_verdict(row.ratio):>5} {_verdict(row.first_ratio):>8} "
+            f"{_verdict(cold_ratio) if row.cold_ratios else '—':>5}"
         )
     spreads = ", ".join(
         f"{r.size:,}: {min(r.ratios):.2f}–{max(r.ratios):.2f} "
-        f"(first {min(r.first_ratios):.2f}–{max(r.first_ratios):.2f})"
+        f"(rekeyed {min(r.first_ratios):.2f}–{max(r.first_ratios):.2f}"
+        + (f", cold {min(r.cold_ratios):.2f}–{max(r.cold_ratios):.2f})" if r.cold_ratios else ")")
         for r in rows
     )
     print(f"ratios min–max per size: {spreads}")
+
+
+def _verdict(ratio: float) -> str:
+    return "PASS" if ratio <= TARGET_RATIO else "FAIL"

@@ -612,27 +612,38 @@ async def profile(size: int, top: int, folder: Path) -> None:
         print(f"{cumtime * 1e3:>14.1f} {tottime * 1e3:>9.1f} {ncalls:>8}  {where}")
 
 
-async def run_per_request(args: argparse.Namespace) -> None:
+def measure_cold(args: argparse.Namespace) -> dict[int, list[tuple[float, float]]]:
+    """Target 2's cold column, per size: measured first, in children forked before this process
+    replays anything (bench/fresh_process.py)."""
+    return {
+        size: per_request.measure_cold(
+            size, lambda size=size: scaling_interactions(size, deltas=per_request.ANSWER_CHUNKS - 6), repeat=args.repeat
+        )
+        for size in sorted(set(args.request_sizes or args.sizes))
+    }
+
+
+async def run_per_request(args: argparse.Namespace, cold: dict[int, list[tuple[float, float]]]) -> None:
     """Target 2's rows (bench/per_request.py): ours against a bare MockTransport, 30 chunks."""
     rows = []
     for size in sorted(set(args.request_sizes or args.sizes)):
         interactions = scaling_interactions(size, deltas=per_request.ANSWER_CHUNKS - 6)
         rows.append(
             await per_request.measure_per_request(
-                size, interactions, repeat=args.repeat, min_requests=args.min_requests
+                size, interactions, repeat=args.repeat, min_requests=args.min_requests, cold=cold.get(size, ())
             )
         )
     per_request.print_per_request(rows)
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace, cold: dict[int, list[tuple[float, float]]]) -> None:
     with tempfile.TemporaryDirectory(prefix="replay-scaling-") as tmp:
         rows = [await measure_size(size, args, Path(tmp)) for size in sorted(set(args.sizes))]
         size_rows = measure_file_sizes(args.turns)
         print_table(rows)
         print_sizes(size_rows)
         print_targets(rows, size_rows)
-        await run_per_request(args)
+        await run_per_request(args, cold)
         if args.profile:
             await profile(args.profile, args.top, Path(tmp))
     print_load_section(args)
@@ -692,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat, --vcrpy-sample and --min-requests must be at least 1, --turns at least 2")
     print_header(args)
     sys.stdout.flush()
-    asyncio.run(run_per_request(args) if args.only_per_request else run(args))
+    cold = measure_cold(args)  # before anything here replays: see bench/fresh_process.py
+    asyncio.run(run_per_request(args, cold) if args.only_per_request else run(args, cold))
     sys.stdout.flush()
     return 0
 
