@@ -47,7 +47,7 @@ with requests_deferred():
         HighEntropyStringsPlugin,
     )
     from detect_secrets.plugins.jwt import JwtTokenDetector
-    from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+    from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, DENYLIST, KeywordDetector
     from detect_secrets.plugins.private_key import PrivateKeyDetector
     from detect_secrets.plugins.slack import SlackDetector
     from detect_secrets.plugins.stripe import StripeDetector
@@ -158,6 +158,11 @@ _KEYWORD_PLUGIN: Final = KeywordDetector()
 # Every keyword of the plugin's denylist holds one of these.
 _KEYWORD_HINT: Final = re.compile(r"key|pass|pwd|secret|contras")  # searched in lowercased text
 _KEYWORD_WINDOW: Final = 160
+# Every regex of the plugin's (`CONFIG_DENYLIST_REGEX_TO_GROUP`) holds the denylist's alternation,
+# case-insensitive but for one that is stricter: a window none of whose keywords is there (code's
+# ``event['key_0']``) is not handed to it. Searched, case-sensitive, in a lowercased ASCII window,
+# where the two agree (a case-insensitive pattern also takes ``ſ`` for ``s``, ``ı`` for ``i``...).
+_DENYLISTED: Final = re.compile("|".join(DENYLIST))
 _AFTER_KEYWORD: Final = re.compile(r"""\w{0,50}[\]'"]{0,2}\s*(?:[:=;]|['"`])""")
 _BEFORE_KEYWORD: Final = re.compile(r"[!=]={1,2}\s*\w*$")
 # detect-secrets' default limits; quoted strings only (the plugins' own rule).
@@ -216,6 +221,8 @@ def _keyword_windows(text: str) -> Iterator[str]:
 
 def keyword_values(text: str) -> Iterator[str]:
     for window in _keyword_windows(text):
+        if window.isascii() and _DENYLISTED.search(window.lower()) is None:
+            continue  # the plugin would find nothing (see `_DENYLISTED`)
         for value in _KEYWORD_PLUGIN.analyze_string(window, CONFIG_DENYLIST_REGEX_TO_GROUP):
             value = value.strip()
             # A value with a space in it is prose ("The secret: it was fine"), not a credential.
@@ -224,6 +231,8 @@ def keyword_values(text: str) -> Iterator[str]:
 
 
 def entropy_values(text: str) -> Iterator[str]:
+    if "'" not in text and '"' not in text:
+        return  # the plugins read quoted strings only (their regex: a quote, the charset, the quote)
     for plugin in _ENTROPY_PLUGINS:
         # Shannon entropy is at most log2(length): shorter strings cannot pass the limit.
         shortest = max(MIN_SECRET_LENGTH, int(2**plugin.entropy_limit))

@@ -1,0 +1,95 @@
+"""The detectors' cheap checks (`replay.redact.detectors`) find exactly what running the
+detect-secrets plugins without them finds: a keyword window none of whose denylisted keywords
+is there is not handed to the keyword plugin, and a text without a quote is not handed to the
+high-entropy plugins (they read quoted strings only)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from replay.redact import detectors
+from replay.redact.detectors import entropy_values, keyword_values
+
+EXAMPLES = 3_000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 100
+
+# Pieces that make keywords, near-keywords, assignments, quotes and the characters a
+# case-insensitive match treats specially (``ſ`` is ``s``, ``ı`` is ``i``, ``K`` is ``k``).
+_PIECES = st.sampled_from(
+    [
+        "api_key", "API_KEY", "apikey", "key_0", "event['key_0']", "keypass", "key_pass", "db_pass",
+        "password", "PassWord", "passwd", "pwd", "secret", "SECRET", "contraseña", "CONTRASEÑA",
+        "contrasena", "ſecret", "apı_key", "Kelvin_\u212aey", "private_key", "client_key",
+        " = ", "=", ": ", ":", "==", "!==", " ", "\n", "\t", "'", '"', "`", ";", ",", "]",
+        "hunter2hunter2", "s3cr3t-V4lue_xyz", "abcdefghij0123456789ABCDEFGHIJ+/=", "deadbeef" * 4,
+        "x", "0",
+    ]
+)  # fmt: skip
+_TEXTS = st.lists(_PIECES, max_size=14).map("".join)
+
+
+def _keyword_values_without_the_check(text: str) -> Iterator[str]:
+    """`keyword_values` as it was before the denylist check: the plugin on every window."""
+    for window in detectors._keyword_windows(text):
+        for value in detectors._KEYWORD_PLUGIN.analyze_string(window, detectors.CONFIG_DENYLIST_REGEX_TO_GROUP):
+            value = value.strip()
+            if (
+                detectors.worth_redacting(value)
+                and not any(ch.isspace() for ch in value)
+                and not detectors.is_templated_secret(value)
+            ):
+                yield value
+
+
+def _entropy_values_without_the_check(text: str) -> Iterator[str]:
+    """`entropy_values` as it was before the quote check."""
+    for plugin in detectors._ENTROPY_PLUGINS:
+        shortest = max(detectors.MIN_SECRET_LENGTH, int(2**plugin.entropy_limit))
+        for value in plugin.analyze_string(text):
+            if (
+                len(value) >= shortest
+                and not detectors.is_placeholder_like(value)
+                and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
+                and not detectors.is_sequential_string(value)
+                and not detectors.is_potential_uuid(value)
+            ):
+                yield value
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=_TEXTS)
+@example(text="password = 'hunter2hunter2'")
+@example(text="event['key_0'] + 0")
+@example(text="ſecret = 's3cr3t-V4lue_xyz'")
+@example(text="'s3cr3t-V4lue_xyz' == db_password")
+def test_the_keyword_plugin_finds_the_same_with_the_denylist_check(text: str) -> None:
+    assert list(keyword_values(text)) == list(_keyword_values_without_the_check(text))
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=_TEXTS)
+@example(text="token = 'abcdefghij0123456789ABCDEFGHIJ+/='")
+@example(text='"deadbeefdeadbeefdeadbeefdeadbeef"')
+@example(text="abcdefghij0123456789ABCDEFGHIJ+/= unquoted")
+def test_the_entropy_plugins_find_the_same_with_the_quote_check(text: str) -> None:
+    assert list(entropy_values(text)) == list(_entropy_values_without_the_check(text))
+
+
+def test_a_code_key_that_is_no_credential_is_not_handed_to_the_keyword_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``event['key_0']`` is a keyword hint with a quote after it, but no denylisted keyword.
+    handed: list[str] = []
+    real = detectors._KEYWORD_PLUGIN.analyze_string
+
+    def spy(window: str, *args: object) -> Iterator[str]:
+        handed.append(window)
+        return real(window, *args)
+
+    monkeypatch.setattr(detectors._KEYWORD_PLUGIN, "analyze_string", spy)
+    assert list(keyword_values("return event['key_0'] + 0")) == []
+    assert handed == []
+    assert list(keyword_values("password = 'hunter2hunter2'")) == ["hunter2hunter2"]
+    assert handed
