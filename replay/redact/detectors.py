@@ -70,6 +70,7 @@ __all__ = [
     "environment_credentials",
     "keyword_values",
     "private_key_blocks",
+    "raw_hint_in",
     "token_values",
 ]
 
@@ -137,6 +138,12 @@ _TOKEN_PLUGINS: Final[tuple[tuple[BasePlugin, SecretKind, tuple[str, ...]], ...]
 # Every hint of every token plugin, and the markers `private_key_blocks` needs: a text holding none
 # of them gives no token and no private key.
 RAW_HINTS: Final = tuple(sorted({hint for _, _, hints in _TOKEN_PLUGINS for hint in hints}))
+# Whether a text holds a hint is asked of every string scanned: a short one is read once by
+# one pattern, a long one once per hint (a substring test reads a character faster than the
+# pattern does; a hint holding another, ``sk-ant-`` holding ``sk-``, is not looked for apart).
+_RAW_HINT: Final = re.compile("|".join(re.escape(hint) for hint in RAW_HINTS))
+_RAW_HINTS_APART: Final = tuple(h for h in RAW_HINTS if not any(o != h and o in h for o in RAW_HINTS))
+_SHORT_TEXT: Final = 200
 PRIVATE_KEY_MARKERS: Final = ("PRIVATE KEY", "PuTTY")
 # When two kinds claim a value, the lower rank wins.
 PRIORITY: Final = {
@@ -176,9 +183,18 @@ _ENTROPY_PLUGINS: Final[tuple[HighEntropyStringsPlugin, ...]] = (
 # Detecting in one string
 
 
+def raw_hint_in(lowered: str) -> bool:
+    """Whether one of `RAW_HINTS` is in the lowercased text ``lowered``."""
+    if len(lowered) < _SHORT_TEXT:
+        return _RAW_HINT.search(lowered) is not None
+    return any(hint in lowered for hint in _RAW_HINTS_APART)
+
+
 def token_values(text: str) -> Iterator[tuple[str, SecretKind]]:
     """The tokens in ``text`` (no token spans lines, so the whole text is scanned at once)."""
     lowered = text.lower()
+    if not raw_hint_in(lowered):
+        return  # no plugin's hint: none would run
     for plugin, kind, hints in _TOKEN_PLUGINS:
         if not any(hint in lowered for hint in hints):
             continue

@@ -1,7 +1,9 @@
 """The detectors' cheap checks (`replay.redact.detectors`) find exactly what running the
 detect-secrets plugins without them finds: a keyword window none of whose denylisted keywords
-is there is not handed to the keyword plugin, and a text without a quote is not handed to the
-high-entropy plugins (they read quoted strings only)."""
+is there is not handed to the keyword plugin, a text without a quote is not handed to the
+high-entropy plugins (they read quoted strings only), and a text without any token plugin's
+hint to none of them (`raw_hint_in`, one pattern for a short text, a test per hint for a long
+one)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from replay.redact import detectors
-from replay.redact.detectors import entropy_values, keyword_values
+from replay.redact.detectors import RAW_HINTS, entropy_values, keyword_values, raw_hint_in, token_values
 
 EXAMPLES = 3_000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 100
 
@@ -93,3 +95,37 @@ def test_a_code_key_that_is_no_credential_is_not_handed_to_the_keyword_plugin(mo
     assert handed == []
     assert list(keyword_values("password = 'hunter2hunter2'")) == ["hunter2hunter2"]
     assert handed
+
+
+_HINTED = st.lists(
+    st.one_of(
+        st.sampled_from([*RAW_HINTS, "sk", "-ant", "gh", "_", "ey", "j", "hooks.slack", ".com", "x" * 150]), _PIECES
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=_HINTED)
+@example(text="x" * 199 + "sk-")
+@example(text="x" * 200 + "sk-ant-")
+@example(text="x" * 300 + "hooks.slack.co")
+def test_a_raw_hint_is_found_as_a_test_per_hint_finds_it(text: str) -> None:
+    lowered = text.lower()
+    assert raw_hint_in(lowered) == any(hint in lowered for hint in RAW_HINTS)
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=_HINTED)
+@example(text="Authorization: Bearer abcdefgh12345678")
+@example(text="key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789")
+def test_the_token_plugins_find_the_same_with_the_hint_gate(text: str) -> None:
+    lowered = text.lower()
+    without_the_gate = [
+        (value, kind)
+        for plugin, kind, hints in detectors._TOKEN_PLUGINS
+        if any(hint in lowered for hint in hints)
+        for reported in set(plugin.analyze_string(text))
+        for value in detectors._whole_tokens(text, reported)
+    ]
+    assert sorted(token_values(text)) == sorted(without_the_gate)
