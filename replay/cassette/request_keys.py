@@ -51,6 +51,9 @@ _TAKE_UP_FROM: Final = 8_192
 # What separates the pieces of a body: a hint or a known value's form without any of these
 # characters lies inside one piece wherever it occurs in the body.
 _STRUCTURE: Final = frozenset('",:[]{}')
+# A piece's strings up to this long are looked up in the redactor's cache (roles, keys, tool
+# names and ids, short paths), longer ones scanned without it.
+_REMEMBERED_LENGTH: Final = 128
 # Pieces kept per player before the cache starts again (a long session re-sends a few hundred).
 _PIECE_LIMIT: Final = 100_000
 # A JSON string token (its text between the quotes): in a valid JSON text, scanning for these
@@ -354,9 +357,10 @@ class RequestKeys:
         verdicts = _verdicts(redactor)
         verdict = verdicts.get(digest)
         if verdict is None:
-            # A member's raw text holds its key. Its strings are not kept by the redactor's cache:
-            # the verdict is kept for the whole piece, by its digest.
-            clean = redactor.strings_clean(_long_strings(raw), remember=False)
+            # A member's raw text holds its key. Its long strings are not kept by the redactor's
+            # cache (the verdict is kept for the whole piece, by its digest); its short ones, the
+            # same few names in every message, are.
+            clean = redactor.strings_clean(_long_strings(raw), remember_up_to=_REMEMBERED_LENGTH)
             escaped = "\\" in raw and ASCII_ESCAPE.search(raw) is not None
             verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw), escaped]
             self._remember(verdicts, digest, verdict)

@@ -122,17 +122,21 @@ class Redactor:
                 self._cached_characters += len(string)
         return cached
 
-    def strings_clean(self, strings: Iterable[str], *, remember: bool = True) -> bool:
+    def strings_clean(self, strings: Iterable[str], *, remember_up_to: int | None = None) -> bool:
         """Whether `detect_in_string` finds nothing in any of ``strings``. Every value it
         finds is a part of its string at least `MIN_SECRET_LENGTH` long, so shorter strings
-        (most keys and small values of a JSON document) are not looked up. Without
-        ``remember``, the strings are scanned without being looked up or kept in the cache
-        (a caller that keeps its own verdict)."""
-        detect = self.detect_in_string if remember else self._scan_decoded
+        (most keys and small values of a JSON document) are not looked up. Strings longer than
+        ``remember_up_to`` characters are scanned without being looked up or kept in the cache
+        (a caller that keeps its own verdict for them: a replay's long tool results would
+        otherwise stay in memory); None looks every string up."""
         for string in strings:
             if len(string) < MIN_SECRET_LENGTH:
                 continue
-            if detect(string):
+            if remember_up_to is None or len(string) <= remember_up_to:
+                found = self.detect_in_string(string)
+            else:
+                found = self._scan_decoded(string)
+            if found:
                 return False
         return True
 

@@ -1,7 +1,8 @@
 """The redactor's cache of what each decoded string holds (a history is re-sent on every request,
 so its strings are scanned once): it answers as a fresh scan would. A caller that keeps its own
-verdict (a replay's request keys, per piece) scans without the cache, which then keeps no copy of
-the strings (a long replay's tool results would otherwise stay in memory)."""
+verdict (a replay's request keys, per piece) scans its long strings without the cache, which then
+keeps no copy of them (a long replay's tool results would otherwise stay in memory), and looks its
+short ones up (role names, keys, tool names: the same few in every message)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_a_long_string_seen_again_holds_what_it_held_the_first_time() -> None:
         assert first == Redactor().detect_in_string(text)  # a fresh scan
         assert redactor.detect_in_string(text) == first
         assert redactor.strings_clean([text]) is not bool(first)
-        assert Redactor().strings_clean([text], remember=False) is not bool(first)
+        assert Redactor().strings_clean([text], remember_up_to=0) is not bool(first)
     assert not redactor.strings_clean([f"{PROSE} {GITHUB_TOKEN} {PROSE}"])
     assert redactor.strings_clean([f"{PROSE} {PROSE}"])
 
@@ -40,10 +41,20 @@ def test_strings_scanned_without_the_cache_are_not_kept() -> None:
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
-        assert redactor.strings_clean(strings, remember=False)
+        assert redactor.strings_clean(strings, remember_up_to=0)
         after = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
     kept = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert kept < scanned / 10
-    assert not redactor.strings_clean([f"{PROSE} {GITHUB_TOKEN}"], remember=False)
+    assert not redactor.strings_clean([f"{PROSE} {GITHUB_TOKEN}"], remember_up_to=0)
+
+
+def test_short_strings_are_kept_and_long_ones_are_not_up_to_the_length_given() -> None:
+    redactor = Redactor()
+    assert redactor.strings_clean(["tool_result", "assistant", PROSE], remember_up_to=64)
+    assert set(redactor._cache) == {"tool_result", "assistant"}
+    assert not redactor.strings_clean([GITHUB_TOKEN, PROSE], remember_up_to=64)
+    assert GITHUB_TOKEN in redactor._cache
+    assert not redactor.strings_clean([f"{PROSE} {GITHUB_TOKEN}"], remember_up_to=64)
+    assert PROSE not in redactor._cache
