@@ -82,8 +82,9 @@ class _Piece:
     clean: bool  # the redactor's decoded-string detectors find nothing in it
     suspect: bool = False  # a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
     # An escape that writes an ASCII character another way is in it (`raw_keys.ASCII_ESCAPE`):
-    # a body's is any of its pieces' (no backslash lies between them), so no body is read whole
-    # for it.
+    # a body's is any of its pieces' (between them lie only ``{``, ``,``, ``}`` and the plain
+    # ``"messages":[`` and ``]``: a body whose ``messages`` key is written with an escape takes
+    # the slow path), so no body is read whole for it.
     escaped: bool = False
 
 
@@ -276,6 +277,8 @@ class RequestKeys:
                 if text[colon] != ":":
                     raise _NotFast
                 if key == _MESSAGES and text[colon + 1] == "[":
+                    if colon - start != len(MESSAGES_OPENING) - 2:
+                        raise _NotFast  # the key written with an escape: the text around the pieces is not plain
                     piece, end = self._messages(text, colon + 2, redactor)
                     raw = ""
                     messages_at = (len(members), colon + 2, end)
