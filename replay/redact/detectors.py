@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from replay.redact.deferred_requests import requests_deferred
 from replay.redact.kinds import MIN_SECRET_LENGTH, SecretKind, is_placeholder_like, worth_redacting
+from replay.redact.substrings import Substrings
 
 # detect-secrets imports `requests` only for verifying secrets online, which this never does.
 with requests_deferred():
@@ -134,6 +135,8 @@ _TOKEN_PLUGINS: Final[tuple[tuple[BasePlugin, SecretKind, tuple[str, ...]], ...]
     (JwtTokenDetector(), SecretKind.JWT, ("eyj",)),
     (BearerTokenDetector(), SecretKind.BEARER_TOKEN, ("bearer",)),
 )
+# The same hints, each plugin's looked for together (`Substrings`: the six AWS hints cost one scan).
+_PLUGIN_HINTS: Final = tuple(Substrings(hints) for _, _, hints in _TOKEN_PLUGINS)
 # Every hint of every token plugin, and the markers `private_key_blocks` needs: a text holding none
 # of them gives no token and no private key.
 RAW_HINTS: Final = tuple(sorted({hint for _, _, hints in _TOKEN_PLUGINS for hint in hints}))
@@ -174,8 +177,8 @@ _ENTROPY_PLUGINS: Final[tuple[HighEntropyStringsPlugin, ...]] = (
 def token_values(text: str) -> Iterator[tuple[str, SecretKind]]:
     """The tokens in ``text`` (no token spans lines, so the whole text is scanned at once)."""
     lowered = text.lower()
-    for plugin, kind, hints in _TOKEN_PLUGINS:
-        if not any(hint in lowered for hint in hints):
+    for (plugin, kind, _), hints in zip(_TOKEN_PLUGINS, _PLUGIN_HINTS, strict=True):
+        if not hints.in_(lowered):
             continue
         for reported in set(plugin.analyze_string(text)):
             yield from ((value, kind) for value in _whole_tokens(text, reported))
