@@ -141,6 +141,7 @@ _PLUGIN_HINTS: Final = tuple(Substrings(hints) for _, _, hints in _TOKEN_PLUGINS
 # of them gives no token and no private key.
 RAW_HINTS: Final = tuple(sorted({hint for _, _, hints in _TOKEN_PLUGINS for hint in hints}))
 PRIVATE_KEY_MARKERS: Final = ("PRIVATE KEY", "PuTTY")
+_KEY_MARKERS: Final = Substrings(PRIVATE_KEY_MARKERS)
 # When two kinds claim a value, the lower rank wins.
 PRIORITY: Final = {
     kind: rank
@@ -246,7 +247,7 @@ def private_key_blocks(text: str) -> Iterator[str]:
     block BEGIN to END (newlines real or JSON-escaped, lines perhaps numbered as Read numbers
     them), or with no END the BEGIN line and the base64 lines after it; any other flagged key
     (PuTTY) from its marker to the end of the line."""
-    if not any(marker in text for marker in PRIVATE_KEY_MARKERS):
+    if not _KEY_MARKERS.in_(text):
         return
     if not any(True for _ in _PRIVATE_KEY_PLUGIN.analyze_string(text)):
         return
