@@ -75,9 +75,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # than one running a long file alone at the end. A file not listed only costs balance: it runs
 # after these, in the usual order.
 SLOWEST_FIRST = (
+    "tests/engine/test_properties.py",
     "tests/replay/session/test_crash_safety.py",
     "tests/replay/session/test_session_setup.py",
-    "tests/engine/test_properties.py",
     "tests/replay/pytest_plugin/test_snapshot_safety.py",
     "tests/test_library.py",
     "tests/replay/pytest_plugin/test_pytest_plugin.py",
