@@ -1,6 +1,6 @@
 """Suite-wide guard: tests never reach the network (loopback is allowed for local servers), nor
 write compiled cassette copies into the user's cache; generated tests draw the same examples every
-run; and the order the slowest files start in."""
+run; scratch files live in memory where they can; and the order the slowest files start in."""
 
 from __future__ import annotations
 
@@ -33,6 +33,29 @@ settings.register_profile("suite", derandomize=True, database=None)
 if os.environ.get("HYPOTHESIS_PROFILE", "ci") != "long":
     settings.load_profile("suite")
 
+# Scratch files (pytest's tmp_path, the sessions' and recordings' temporary folders, the compiled
+# cache below) go to a folder in memory when there is one and TMPDIR does not name another: they
+# are deleted within the test that makes them, and on a disk every folder removed and every fsync
+# of a recording waits for the journal (the engine's properties spent half their time there).
+# Set in the environment, so that xdist's workers and every subprocess use it too.
+_RAM_FOLDER = "/dev/shm"
+_RAM_FOLDER_ROOM = 2**30  # bytes free at least (a container's /dev/shm is often 64 MB)
+
+
+def ram_scratch_folder(path: str = _RAM_FOLDER) -> str | None:
+    """``path`` if it is a folder this process may write in, run programs from, and that has room."""
+    if not os.path.isdir(path):
+        return None
+    stats = os.statvfs(path)
+    if stats.f_flag & (os.ST_RDONLY | os.ST_NOEXEC) or not os.access(path, os.W_OK | os.X_OK):
+        return None
+    return path if stats.f_bavail * stats.f_frsize >= _RAM_FOLDER_ROOM else None
+
+
+if "TMPDIR" not in os.environ and (_scratch := ram_scratch_folder()) is not None:
+    os.environ["TMPDIR"] = _scratch
+    tempfile.tempdir = None  # read again from the environment (pytest may have asked already)
+
 # Compiled cassette copies go to a folder of this run's (subprocesses inherit it), not to ~/.cache.
 _COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"
 if _COMPILED_CACHE not in os.environ:
@@ -52,9 +75,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # than one running a long file alone at the end. A file not listed only costs balance: it runs
 # after these, in the usual order.
 SLOWEST_FIRST = (
+    "tests/engine/test_properties.py",
     "tests/replay/session/test_crash_safety.py",
     "tests/replay/session/test_session_setup.py",
-    "tests/engine/test_properties.py",
     "tests/replay/pytest_plugin/test_snapshot_safety.py",
     "tests/test_library.py",
     "tests/replay/pytest_plugin/test_pytest_plugin.py",

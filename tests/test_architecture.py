@@ -5,6 +5,8 @@ size a reader can hold in mind."""
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,11 +56,11 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path) -> Iterator[Import]:
+def _imports(name: str, path: Path, tree: ast.Module) -> Iterator[Import]:
     """Every project module ``name`` imports, at any depth of its code (a function-level import
     is an import too)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -76,7 +78,40 @@ def _imports(name: str, path: Path) -> Iterator[Import]:
                 yield Import(name, target, node.lineno)
 
 
-IMPORTS = [found for name, path in sorted(MODULES.items()) for found in _imports(name, path)]
+def _private_names(path: Path, tree: ast.Module) -> Iterator[str]:
+    """Each private name ``path`` imports from a module of the project (``file:line imports
+    name from module``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in {"engine", "replay"}:
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    yield f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name} from {node.module}"
+
+
+@functools.cache
+def _read() -> tuple[tuple[Import, ...], tuple[str, ...]]:
+    """Every module parsed once, when a test first asks rather than while collecting (every xdist
+    worker collects this file, one runs it): its imports of project modules and of private names.
+    The collector is paused meanwhile: the syntax trees are hundreds of thousands of objects,
+    none of them garbage, that it would walk again and again while they are built."""
+    imports: list[Import] = []
+    private: list[str] = []
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for name, path in sorted(MODULES.items()):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            imports.extend(_imports(name, path, tree))
+            private.extend(_private_names(path, tree))
+    finally:
+        if collecting:
+            gc.enable()
+    return tuple(imports), tuple(private)
+
+
+def project_imports() -> tuple[Import, ...]:
+    """Every import of a project module by another."""
+    return _read()[0]
 
 
 def _package(module: str) -> str:
@@ -98,7 +133,7 @@ def test_every_replay_subpackage_has_a_place_in_the_layers() -> None:
 
 def test_imports_only_point_down() -> None:
     upward = []
-    for found in IMPORTS:
+    for found in project_imports():
         source, target = _package(found.importer), _package(found.imported)
         if source == target or source in STANDALONE or (source, target) in ALLOWED_SIDEWAYS:
             continue
@@ -111,27 +146,27 @@ def test_imports_only_point_down() -> None:
 
 
 def test_foundation_modules_import_nothing_of_the_project() -> None:
-    assert [found for found in IMPORTS if found.importer in FOUNDATION and found.imported not in FOUNDATION] == []
+    imports = project_imports()
+    assert [found for found in imports if found.importer in FOUNDATION and found.imported not in FOUNDATION] == []
 
 
 def test_nothing_in_engine_imports_replay() -> None:
-    assert [
-        found for found in IMPORTS if found.importer.startswith("engine") and found.imported.startswith("replay")
-    ] == []
+    upward = [i for i in project_imports() if i.importer.startswith("engine") and i.imported.startswith("replay")]
+    assert upward == []
 
 
 def test_cassettes_never_import_the_fake_model_or_sessions() -> None:
     forbidden = ("replay.fake", "replay.session")
     assert [
         found
-        for found in IMPORTS
+        for found in project_imports()
         if _package(found.importer) == "replay.cassette" and _package(found.imported) in forbidden
     ] == []
 
 
 def test_there_is_no_import_cycle() -> None:
     graph: dict[str, set[str]] = {name: set() for name in MODULES}
-    for found in IMPORTS:
+    for found in project_imports():
         graph[found.importer].add(found.imported)
     cycles = _strongly_connected(graph)
     assert [sorted(cycle) for cycle in cycles if len(cycle) > 1] == []
@@ -139,16 +174,7 @@ def test_there_is_no_import_cycle() -> None:
 
 def test_no_module_imports_another_modules_private_name() -> None:
     # A private module (cassette/_io.py) is its package's business; a private name is its module's.
-    private = []
-    for path in sorted(MODULES.values()):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in {"engine", "replay"}:
-                private += [
-                    f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name} from {node.module}"
-                    for alias in node.names
-                    if alias.name.startswith("_") and not alias.name.startswith("__")
-                ]
-    assert private == []
+    assert list(_read()[1]) == []
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -163,7 +189,7 @@ def test_the_rules_see_a_cycle_and_an_upward_import() -> None:
         {"a", "b"}
     ]
     assert Import("replay.session.recording", "replay.fake.model", 0) in [
-        Import(found.importer, found.imported, 0) for found in IMPORTS
+        Import(found.importer, found.imported, 0) for found in project_imports()
     ]
     assert _layer(_package("replay.cli")) == 0 and _layer(_package("engine.loop")) == len(LAYERS) - 1
 

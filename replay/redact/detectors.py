@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from replay.redact.deferred_requests import requests_deferred
 from replay.redact.kinds import MIN_SECRET_LENGTH, SecretKind, is_placeholder_like, worth_redacting
+from replay.redact.substrings import Substrings
 
 # detect-secrets imports `requests` only for verifying secrets online, which this never does.
 with requests_deferred():
@@ -135,16 +136,20 @@ _TOKEN_PLUGINS: Final[tuple[tuple[BasePlugin, SecretKind, tuple[str, ...]], ...]
     (JwtTokenDetector(), SecretKind.JWT, ("eyj",)),
     (BearerTokenDetector(), SecretKind.BEARER_TOKEN, ("bearer",)),
 )
+# The same hints, each plugin's looked for together (`Substrings`: the six AWS hints cost one scan).
+_PLUGIN_HINTS: Final = tuple(Substrings(hints) for _, _, hints in _TOKEN_PLUGINS)
 # Every hint of every token plugin, and the markers `private_key_blocks` needs: a text holding none
 # of them gives no token and no private key.
 RAW_HINTS: Final = tuple(sorted({hint for _, _, hints in _TOKEN_PLUGINS for hint in hints}))
-# Whether a text holds a hint is asked of every string scanned: a short one is read once by
-# one pattern, a long one once per hint (a substring test reads a character faster than the
-# pattern does; a hint holding another, ``sk-ant-`` holding ``sk-``, is not looked for apart).
+# Whether a text holds a hint is asked of every string scanned: a short one is read once by one
+# pattern of every hint, a long one by `Substrings` (a pattern per first character, led by what
+# its hints share: it jumps from one occurrence to the next, where the one pattern tries every
+# position).
 _RAW_HINT: Final = re.compile("|".join(re.escape(hint) for hint in RAW_HINTS))
-_RAW_HINTS_APART: Final = tuple(h for h in RAW_HINTS if not any(o != h and o in h for o in RAW_HINTS))
+_RAW_HINTS: Final = Substrings(RAW_HINTS)
 _SHORT_TEXT: Final = 200
 PRIVATE_KEY_MARKERS: Final = ("PRIVATE KEY", "PuTTY")
+_KEY_MARKERS: Final = Substrings(PRIVATE_KEY_MARKERS)
 # When two kinds claim a value, the lower rank wins.
 PRIORITY: Final = {
     kind: rank
@@ -187,7 +192,7 @@ def raw_hint_in(lowered: str) -> bool:
     """Whether one of `RAW_HINTS` is in the lowercased text ``lowered``."""
     if len(lowered) < _SHORT_TEXT:
         return _RAW_HINT.search(lowered) is not None
-    return any(hint in lowered for hint in _RAW_HINTS_APART)
+    return _RAW_HINTS.in_(lowered)
 
 
 def token_values(text: str) -> Iterator[tuple[str, SecretKind]]:
@@ -195,8 +200,8 @@ def token_values(text: str) -> Iterator[tuple[str, SecretKind]]:
     lowered = text.lower()
     if not raw_hint_in(lowered):
         return  # no plugin's hint: none would run
-    for plugin, kind, hints in _TOKEN_PLUGINS:
-        if not any(hint in lowered for hint in hints):
+    for (plugin, kind, _), hints in zip(_TOKEN_PLUGINS, _PLUGIN_HINTS, strict=True):
+        if not hints.in_(lowered):
             continue
         for reported in set(plugin.analyze_string(text)):
             yield from ((value, kind) for value in _whole_tokens(text, reported))
@@ -268,7 +273,7 @@ def private_key_blocks(text: str) -> Iterator[str]:
     block BEGIN to END (newlines real or JSON-escaped, lines perhaps numbered as Read numbers
     them), or with no END the BEGIN line and the base64 lines after it; any other flagged key
     (PuTTY) from its marker to the end of the line."""
-    if not any(marker in text for marker in PRIVATE_KEY_MARKERS):
+    if not _KEY_MARKERS.in_(text):
         return
     if not any(True for _ in _PRIVATE_KEY_PLUGIN.analyze_string(text)):
         return

@@ -27,16 +27,17 @@ from typing import Any, Final
 from replay.redact.detectors import (
     PRIORITY,
     PRIVATE_KEY_MARKERS,
-    RAW_HINTS,
     decoded_strings,
     entropy_values,
     environment_credentials,
     keyword_values,
     private_key_blocks,
+    raw_hint_in,
     token_values,
 )
 from replay.redact.kinds import MIN_SECRET_LENGTH, Detection, SecretKind, worth_redacting
 from replay.redact.pieces import replace_in_pieces
+from replay.redact.substrings import Substrings
 
 __all__ = ["Redactor", "current_redactor"]
 
@@ -46,6 +47,8 @@ _CACHE_CHARACTERS: Final = 16_000_000
 # What most strings hold: one shared empty set, not one per string.
 _NOTHING: Final[frozenset[Detection]] = frozenset()
 _UNSEEN: Final = object()  # a string not yet in a redaction memo
+# The markers `Redactor.may_find_in_raw_text` looks for, in one scan.
+_KEY_MARKERS: Final = Substrings(PRIVATE_KEY_MARKERS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,6 +65,7 @@ class Redactor:
         self._cache: dict[str, frozenset[Detection]] = {}
         self._cached_characters = 0
         self._known_forms: tuple[str, ...] | None = None
+        self._known_substrings: Substrings | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -150,12 +154,9 @@ class Redactor:
         """A cheap test that `detect_in_raw_text` finds nothing in ``text`` when it is False:
         every token plugin runs only where one of its hints is (lowercased), a private key
         needs its marker, and a known value one of its forms."""
-        lowered = text.lower()
-        return (
-            any(hint in lowered for hint in RAW_HINTS)
-            or any(marker in text for marker in PRIVATE_KEY_MARKERS)
-            or any(form in text for form in self.known_forms())
-        )
+        if self._known_substrings is None:
+            self._known_substrings = Substrings(self.known_forms())
+        return raw_hint_in(text.lower()) or _KEY_MARKERS.in_(text) or self._known_substrings.in_(text)
 
     @staticmethod
     def _scan_decoded(string: str) -> set[Detection]:

@@ -213,7 +213,10 @@ def test_run_update_racing_a_record_leaves_one_whole_generation(tmp_path: Path, 
     out, gate, plain = tmp_path / "lib" / "notes", make_gate(tmp_path, "u"), plain_scenario(tmp_path)
     expected = reference(tmp_path, "notes", "R", plain)
     gate.open()
-    asyncio.run(record_bundle(out, prompts=["U"], scenario=gate.scenario))
+    # Recorded by a child, as it is updated: a fingerprint takes a path for a temporary one by
+    # the temp folder of the process that reads it, and the gate's paths are in this process's
+    # temp folder, not in the children's.
+    assert cli.run("record", "--scenario", str(gate.scenario), "--prompt", "U", "--out", str(out)).returncode == 0
     transcript = out / "transcript.jsonl"
     transcript.write_text(transcript.read_text().replace("Done.", "Done!"))  # a drift for --update to accept
     gate.reset()
