@@ -4,6 +4,7 @@ run; scratch files live in memory where they can; and the order the slowest file
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import shutil
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 
 import httpcore2  # noqa: F401 (imported up front: see below)
 import pytest
+import typer.main
+import typer.testing
 from hypothesis import settings
 
 from replay.network_guard import NetworkGuard
@@ -55,6 +58,12 @@ def ram_scratch_folder(path: str = _RAM_FOLDER) -> str | None:
 if "TMPDIR" not in os.environ and (_scratch := ram_scratch_folder()) is not None:
     os.environ["TMPDIR"] = _scratch
     tempfile.tempdir = None  # read again from the environment (pytest may have asked already)
+
+# typer's CliRunner turns the app into a click command at every invoke, reading every command's
+# signature and evaluating its annotations (9 ms), and a run invokes the command line about 300
+# times. An app's commands are registered when its module is imported, so the command built from it
+# is the same every time: each app's is built once.
+typer.testing._get_command = functools.cache(typer.main.get_command)
 
 # Compiled cassette copies go to a folder of this run's (subprocesses inherit it), not to ~/.cache.
 _COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"
