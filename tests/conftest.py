@@ -63,7 +63,8 @@ if "TMPDIR" not in os.environ and (_scratch := ram_scratch_folder()) is not None
 # signature and evaluating its annotations (9 ms), and a run invokes the command line about 300
 # times. An app's commands are registered when its module is imported, so the command built from it
 # is the same every time: each app's is built once.
-typer.testing._get_command = functools.cache(typer.main.get_command)
+if hasattr(typer.testing, "_get_command"):  # typer's own helper; a typer without it builds per invoke
+    typer.testing._get_command = functools.cache(typer.main.get_command)
 
 # Compiled cassette copies go to a folder of this run's (subprocesses inherit it), not to ~/.cache.
 _COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"
