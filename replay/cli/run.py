@@ -90,7 +90,7 @@ def run(
     """
     import asyncio
 
-    with collector_paused():  # the SDK and the engine: see replay.collector
+    with collector_paused(long_lived=True):  # the SDK and the engine: see replay.collector
         from replay.session.runner import run_bundle
         from replay.trace.cache_summary import unexpected_breaks
 
@@ -205,7 +205,7 @@ def verify(
     prompt cache unexpectedly), 2 bad input (no bundles, or one that cannot be read, or whose worker
     process died or ran past --timeout).
     """
-    with collector_paused():  # imported before the workers fork: see replay.collector
+    with collector_paused(long_lived=True):  # imported before the workers fork: see replay.collector
         from replay.session.verify import exit_code, find_bundles, start_workers, verify_bundles
 
     with bad_input():
@@ -257,7 +257,7 @@ def _rerecord_all(bundles: list[Path]) -> None:
     """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
     import asyncio
 
-    with collector_paused():
+    with collector_paused(long_lived=True):
         from replay.session.rerecord import rerecord_bundle
 
     changed = 0
