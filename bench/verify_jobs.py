@@ -11,6 +11,9 @@ row is what two workers could reach at best with these bundles (their replay sec
 not counted); no number of workers makes a library faster than its longest bundle. The CPU
 row compares the CPU time both settings use (the process and its workers): near 1.0 when the
 workers redo no work (no imports), and unlike the wall-clock ratio it holds on a busy machine.
+The "start" row is `replay verify` of one small bundle (the demo, replayed in the process):
+about what both settings pay before a worker can begin (interpreter, imports) and after the
+last one ends, so the ratio is about (start + replays) / (start + replays / 2).
 
 Bytecode: an installed package runs from cached bytecode (pip compiles it at install time, and
 Python caches what it compiles), but a machine may turn that off (`PYTHONDONTWRITEBYTECODE=1`,
@@ -125,11 +128,15 @@ def main() -> None:
         seconds = replay_seconds(replay, library, envs[True])  # and the bytecode cached
         times: dict[tuple[bool, int], list[float]] = {key: [] for key in ((c, j) for c in envs for j in (1, 2))}
         cpu: dict[tuple[bool, int], list[float]] = {key: [] for key in times}
+        copies = sorted(library.iterdir())
+        one_bundle = next((path for path in copies if path.name.endswith("-demo")), copies[0])
+        start: list[float] = []
         for _ in range(args.runs):
             for cached, jobs in times:
                 wall, used = time_verify(replay, library, jobs, envs[cached])
                 times[cached, jobs].append(wall)
                 cpu[cached, jobs].append(used)
+            start.append(time_verify(replay, one_bundle, 1, envs[True])[0])
         scrub_check = [replay, "scrub", "--check", str(library / f"00-{names[0]}")]
         startup: dict[str, list[float]] = {"python -c pass": [], "replay --help": [], "replay scrub --check": []}
         for _ in range(max(args.runs, 5)):
@@ -152,6 +159,8 @@ def main() -> None:
             f"{setting:<36} {statistics.median(values):>9.2f} {min(values):>7.2f} {max(values):>7.2f} "
             f"{statistics.median(cpu[cached, jobs]):>7.2f}"
         )
+    setting = f"start ({one_bundle.name} alone)"
+    print(f"{setting:<36} {statistics.median(start):>9.2f} {min(start):>7.2f} {max(start):>7.2f}")
     total, longest = sum(seconds), max(seconds)
     print(f"replay seconds of the bundles (--jobs 1 --json): total {total:.2f}, longest {longest:.2f}")
     print()

@@ -5,6 +5,12 @@ them garbage yet, and every allocation burst triggers collections that walk all 
 with the collector on, loading 10,000 interactions took a third longer, and importing what
 ``replay verify`` needs before its workers fork 0.3 s of its 1.7 s. And when the process ends,
 the interpreter's last collection walks all of them once more (0.4 s once the SDK is loaded).
+
+Turning the collector back on is not free either: everything made while it was off is in the
+youngest generation, so the next collection walks it all (0.07 s after the SDK's import), and
+the one after that again as it is promoted. Modules live as long as the process: the block that
+imports them (``long_lived=True``) hands what it made straight to the oldest generation, where
+only the (rarer) full collections look at it, as they would have once it was promoted.
 """
 
 from __future__ import annotations
@@ -19,14 +25,19 @@ __all__ = ["collector_paused", "no_collection_at_exit"]
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(*, long_lived: bool = False) -> Iterator[None]:
     """The collector off for the block, back on after it (even when it raises), unless it was
-    already off."""
+    already off. ``long_lived``: what the block made (imported modules) goes to the oldest
+    generation once it ends, not through the young ones (unless objects are frozen already:
+    theirs to thaw, not this)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if long_lived and gc.get_freeze_count() == 0:
+            gc.freeze()  # every tracked object: set aside, and the young generation's count reset
+            gc.unfreeze()  # back, all of it, into the oldest generation
         if was_enabled:
             gc.enable()
 

@@ -102,7 +102,7 @@ def record(
     if live and not prompts:
         fail("replay record --live needs at least one --prompt TEXT: the prompts are what the user says.")
     # imported here, not above: `replay --help` must not import the SDK
-    with collector_paused():  # see replay.collector
+    with collector_paused(long_lived=True):  # see replay.collector
         from replay.session.bundle import SESSION_FILE
         from replay.session.recording import record_bundle
 

@@ -20,6 +20,7 @@ from replay.cli.common import (
     one_line,
     say_waiting,
 )
+from replay.cli.progress import VerifyProgress
 from replay.cli.signals import cleanup_on_sigterm
 from replay.cli.tables import Column, print_table
 from replay.collector import collector_paused
@@ -89,7 +90,7 @@ def run(
     """
     import asyncio
 
-    with collector_paused():  # the SDK and the engine: see replay.collector
+    with collector_paused(long_lived=True):  # the SDK and the engine: see replay.collector
         from replay.session.runner import run_bundle
         from replay.trace.cache_summary import unexpected_breaks
 
@@ -204,10 +205,7 @@ def verify(
     prompt cache unexpectedly), 2 bad input (no bundles, or one that cannot be read, or whose worker
     process died or ran past --timeout).
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with collector_paused():  # imported before the workers fork: see replay.collector
+    with collector_paused(long_lived=True):  # imported before the workers fork: see replay.collector
         from replay.session.verify import exit_code, find_bundles, start_workers, verify_bundles
 
     with bad_input():
@@ -225,29 +223,13 @@ def verify(
     if rerecord:
         with cleanup_on_sigterm():
             _rerecord_all(bundles)
-    stderr = Console(stderr=True)
-    progress = Progress(
-        TextColumn("verifying"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=stderr,
-        # No refresh thread: a worker that dies is replaced by forking this process, which must
-        # not be running other threads then; the bar is redrawn as each bundle ends instead.
-        auto_refresh=False,
-        transient=True,
-        disable=not stderr.is_terminal,  # a CI log gets no bar and no blank line
-    )
+    progress = VerifyProgress(len(bundles))  # before the workers fork: it may import rich
     pool = start_workers(jobs, len(bundles), timeout=timeout)
     try:
         with cleanup_on_sigterm(), progress:
-            task = progress.add_task("", total=len(bundles))
 
             def done(summary: BundleSummary) -> None:
-                progress.update(
-                    task, advance=1, description=f"{summary.verdict} {Path(summary.bundle).name}", refresh=True
-                )
+                progress.advance(f"{summary.verdict} {Path(summary.bundle).name}")
 
             summaries = verify_bundles(bundles, jobs=jobs, pool=pool, on_done=done)
     finally:
@@ -275,7 +257,7 @@ def _rerecord_all(bundles: list[Path]) -> None:
     """Re-record each bundle, say which files changed, and exit (0 all identical, 1 otherwise)."""
     import asyncio
 
-    with collector_paused():
+    with collector_paused(long_lived=True):
         from replay.session.rerecord import rerecord_bundle
 
     changed = 0

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from replay.session.bundle import Bundle, load_bundle
-from replay.session.bundle_update import update_bundle
 from replay.session.judge import RunReport, Verdict, judge_bundle
 from replay.storage.bundle_lock import reading_generation
 
@@ -28,6 +27,10 @@ async def run_bundle(
     ``BundleError`` or ``CassetteError``."""
     folder = path.path if isinstance(path, Bundle) else Path(path)
     if update:
+        # Imported here: an update records (the fake model, its server, the writer lock), which
+        # a replay never does, and `replay verify` imports this module before its workers fork.
+        from replay.session.bundle_update import update_bundle
+
         return await update_bundle(folder, wait=wait, on_wait=on_wait)
     with reading_generation(folder):
         return await judge_bundle(path if isinstance(path, Bundle) else load_bundle(folder))

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import (
     AnthropicModel,
@@ -31,7 +32,6 @@ from engine import (
 from replay.cassette.record import CassetteRecorder, RecordMode
 from replay.cassette.rewrite import DivergenceHook, RewriteCounts
 from replay.cassette.transport import LoggedRequest
-from replay.fake.model import FakeModel
 from replay.redact.redactor import current_redactor
 from replay.session.bundle import (
     PLACEHOLDER_KEY,
@@ -45,6 +45,9 @@ from replay.session.bundle import (
 )
 from replay.storage.stale_folders import ScratchKind, scratch_prefix
 from replay.trace.behaviour import BehaviourTrace, extract_trace
+
+if TYPE_CHECKING:  # only a recording has a fake model, and it imports this
+    from replay.fake.model import FakeModel
 
 __all__ = ["SessionRun", "replay_bundle", "run_session"]
 

@@ -20,8 +20,6 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: readers and swaps go without the folder lock
@@ -46,6 +44,8 @@ def bundle_write_lock(
     """Hold the exclusive writer lock of ``bundle``. If another process holds it, wait up to
     ``wait`` seconds (telling ``on_wait`` the holder's pid first), then raise
     ``BundleBusyError`` naming the holder."""
+    from filelock import FileLock, Timeout  # here: readers (`replay verify`) never take this lock
+
     bundle = Path(bundle)
     path = lock_path(bundle)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,7 @@
-"""`collector_paused`: the cyclic collector is off inside the block and as it was after it;
-`no_collection_at_exit`: a process that exits freezes its objects first."""
+"""`collector_paused`: the cyclic collector is off inside the block and as it was after it; with
+``long_lived`` what the block made goes to the oldest generation (not garbage forever: a full
+collection still frees it), unless someone has objects frozen. `no_collection_at_exit`: a
+process that exits freezes its objects first."""
 
 from __future__ import annotations
 
@@ -37,6 +39,52 @@ def test_a_collector_already_off_stays_off() -> None:
         gc.enable()
 
 
+LONG_LIVED = """
+import gc, weakref
+from replay.collector import collector_paused
+
+def generation_of(obj):
+    return next((g for g in range(3) if any(found is obj for found in gc.get_objects(generation=g))), None)
+
+class Node:
+    def __init__(self):
+        self.me = self  # a cycle: only the cyclic collector frees it
+
+with collector_paused(long_lived=True):
+    made, node = [[]], Node()
+print("made:", generation_of(made), gc.isenabled(), gc.get_freeze_count())
+alive = weakref.ref(node)
+del node
+gc.collect()
+print("garbage freed:", alive() is None)
+kept = [[]]
+gc.freeze()
+with collector_paused(long_lived=True):
+    made = [[]]
+print("frozen before:", generation_of(kept), generation_of(made))
+"""
+
+
+def test_what_a_long_lived_block_made_goes_to_the_oldest_generation_and_is_still_collected() -> None:
+    # In a process of its own: the suite freezes what collecting it built, and so would this.
+    lines = run_python(LONG_LIVED)
+
+    assert lines == [
+        "made: 2 True 0",  # the oldest generation, the collector on, nothing left frozen
+        "garbage freed: True",  # a full collection still frees it
+        "frozen before: None 0",  # still frozen (theirs to thaw), and made as without long_lived
+    ]
+
+
+def run_python(code: str) -> list[str]:
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
 def test_an_exiting_process_freezes_its_objects_before_the_last_collection() -> None:
     # An exit handler registered after ours runs before it (last in, first out), and one
     # registered first runs after it: that one sees the objects frozen.
@@ -48,10 +96,4 @@ no_collection_at_exit()
 no_collection_at_exit()
 print("frozen while running:", gc.get_freeze_count() > 0)
 """
-    root = Path(__file__).resolve().parents[2]
-    result = subprocess.run(
-        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["frozen while running: False", "frozen at exit: True"]
+    assert run_python(code) == ["frozen while running: False", "frozen at exit: True"]

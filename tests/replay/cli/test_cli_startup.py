@@ -22,17 +22,24 @@ try:
     app(sys.argv[1:], prog_name="replay")
 except SystemExit as exit:
     print("exit", exit.code)
-print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+print(" ".join(sorted(sys.modules)))
 """
+# rich takes stderr for a terminal when these say so, whatever it is
+TERMINAL_OVERRIDES = ("FORCE_COLOR", "TTY_COMPATIBLE")
 
 
 def loaded_by(*args: str) -> tuple[str, set[str]]:
+    """What `replay ARGS` printed, and the modules it loaded: each by its full name and its
+    package's."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
+    for name in TERMINAL_OVERRIDES:
+        env.pop(name, None)
     result = subprocess.run(
         [sys.executable, "-c", PROBE, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     *output, modules = result.stdout.splitlines()
-    return "\n".join(output), set(modules.split())
+    names = set(modules.split())
+    return "\n".join(output), names | {name.split(".")[0] for name in names}
 
 
 @pytest.mark.parametrize("args", [["--help"], ["verify", "--help"], ["run", "--help"], ["record", "--help"]])
@@ -62,3 +69,8 @@ def test_verify_imports_the_sdk_before_its_workers_start() -> None:
 
     assert "1 bundle(s): 1 match" in output
     assert {"anthropic", "httpx2", "engine"} <= modules
+    # Nor what a replay does not use, which every run would import before its workers fork:
+    # what a recording or an update needs (the fake model, the writer lock's filelock), the
+    # engine's jsonschema (plainly valid tool inputs need none), rich (stderr is no terminal).
+    unused = {"replay.fake", "replay.session.bundle_update", "filelock", "jsonschema", "rich"}
+    assert modules & unused == set()
