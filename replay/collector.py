@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["collector_paused", "no_collection_at_exit"]
+__all__ = ["collector_paused", "no_collection_at_exit", "set_aside_for_the_process"]
 
 
 @contextmanager
@@ -40,6 +40,15 @@ def collector_paused(*, long_lived: bool = False) -> Iterator[None]:
             gc.unfreeze()  # back, all of it, into the oldest generation
         if was_enabled:
             gc.enable()
+
+
+def set_aside_for_the_process() -> None:
+    """Leave every object made so far (the modules a command imported: the SDK, the engine) out
+    of all later collections (`gc.freeze`), for a command that replays in its own process and
+    exits: ``replay run``, and ``replay verify`` without workers. Its full collections then walk
+    only what replaying makes, as those of ``replay verify``'s workers do (forked with the same
+    objects frozen): 0.3 s of ``--jobs 1`` on the library."""
+    gc.freeze()
 
 
 @cache

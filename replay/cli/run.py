@@ -23,7 +23,7 @@ from replay.cli.common import (
 from replay.cli.progress import VerifyProgress
 from replay.cli.signals import cleanup_on_sigterm
 from replay.cli.tables import Column, print_table
-from replay.collector import collector_paused
+from replay.collector import collector_paused, set_aside_for_the_process
 
 if TYPE_CHECKING:
     from replay.session.runner import RunReport
@@ -93,6 +93,7 @@ def run(
     with collector_paused(long_lived=True):  # the SDK and the engine: see replay.collector
         from replay.session.runner import run_bundle
         from replay.trace.cache_summary import unexpected_breaks
+    set_aside_for_the_process()  # the bundles replay here: see replay.collector
 
     code = OK
     reports: list[dict[str, object]] = []
@@ -225,6 +226,8 @@ def verify(
             _rerecord_all(bundles)
     progress = VerifyProgress(len(bundles))  # before the workers fork: it may import rich
     pool = start_workers(jobs, len(bundles), timeout=timeout)
+    if pool is None:
+        set_aside_for_the_process()  # the bundles replay here, not in workers: see replay.collector
     try:
         with cleanup_on_sigterm(), progress:
 

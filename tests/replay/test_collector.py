@@ -1,7 +1,8 @@
 """`collector_paused`: the cyclic collector is off inside the block and as it was after it; with
 ``long_lived`` what the block made goes to the oldest generation (not garbage forever: a full
-collection still frees it), unless someone has objects frozen. `no_collection_at_exit`: a
-process that exits freezes its objects first."""
+collection still frees it), unless someone has objects frozen. `set_aside_for_the_process`: what
+was made before is out of every later collection, what is made after is collected.
+`no_collection_at_exit`: a process that exits freezes its objects first."""
 
 from __future__ import annotations
 
@@ -97,3 +98,19 @@ no_collection_at_exit()
 print("frozen while running:", gc.get_freeze_count() > 0)
 """
     assert run_python(code) == ["frozen while running: False", "frozen at exit: True"]
+
+
+def test_what_a_command_made_before_replaying_is_set_aside_and_what_it_makes_after_is_collected() -> None:
+    code = """
+import gc
+from replay.collector import set_aside_for_the_process
+imported = [[]]
+set_aside_for_the_process()
+made = [[]]
+made.append(made)
+ref = id(made)
+del made
+print("set aside:", gc.get_freeze_count() > 0, any(o is imported for o in gc.get_objects()))
+print("after, collected:", gc.collect() > 0, all(id(o) != ref for o in gc.get_objects()))
+"""
+    assert run_python(code) == ["set aside: True False", "after, collected: True True"]
