@@ -180,6 +180,17 @@ async def sdk_floor(interactions: Sequence[Interaction]) -> None:
     await client.close()
 
 
+async def replay_in_a_new_folder(cassette: Cassette, prompt: str, tool: Tool, settings: EngineSettings) -> None:
+    """The engine replaying ``cassette`` (a strict player) in a fresh temp folder, as a replay runs."""
+    with tempfile.TemporaryDirectory(prefix="engine-replay-") as tmp:
+        folder = Path(tmp)
+        player = CassettePlayer.from_cassette(
+            cassette, workspace=folder / "workspace", session_dir=folder / "session", strict=True
+        )
+        await _drive(_engine(CassetteTransport(player), folder, tool, settings), prompt)
+        player.finish()
+
+
 @dataclass
 class TurnRows:
     turns: int
@@ -206,13 +217,7 @@ async def measure_turns(scenario: Scenario, prompt: str, tool: Tool, settings: E
             await _drive(_engine(answers_in_order(cassette.interactions), Path(tmp), tool, settings), prompt)
 
     async def replay() -> None:
-        with tempfile.TemporaryDirectory(prefix="engine-replay-") as tmp:
-            folder = Path(tmp)
-            player = CassettePlayer.from_cassette(
-                cassette, workspace=folder / "workspace", session_dir=folder / "session", strict=True
-            )
-            await _drive(_engine(CassetteTransport(player), folder, tool, settings), prompt)
-            player.finish()
+        await replay_in_a_new_folder(cassette, prompt, tool, settings)
 
     async def first_replay() -> None:
         raw_body_keys().clear()  # inside the timing: it costs next to nothing
@@ -278,13 +283,7 @@ async def _cold_turns(
         await _drive(_engine(bare, Path(tmp), tool, settings), prompt)
 
     async def replay() -> None:
-        with tempfile.TemporaryDirectory(prefix="engine-replay-") as tmp:
-            folder = Path(tmp)
-            player = CassettePlayer.from_cassette(
-                cassette, workspace=folder / "workspace", session_dir=folder / "session", strict=True
-            )
-            await _drive(_engine(CassetteTransport(player), folder, tool, settings), prompt)
-            player.finish()
+        await replay_in_a_new_folder(cassette, prompt, tool, settings)
 
     return await _timed_pair(replay, lambda: sdk_floor(floor_interactions), replay_first=replay_first)
 
