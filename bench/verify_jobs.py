@@ -99,8 +99,8 @@ def replay_seconds(replay: str, library: Path, env: dict[str, str]) -> list[floa
 def sdk_loaded(args: list[str]) -> set[str]:
     """The SDK modules a fresh `replay ARGS` process has loaded when it ends."""
     code = (
-        "import sys\nfrom replay.cli.app import app\n"
-        "try:\n    app(sys.argv[1:], prog_name='replay')\nexcept SystemExit:\n    pass\n"
+        "import sys\nfrom replay.cli.app import run\n"
+        "sys.argv[0] = 'replay'\ntry:\n    run()\nexcept SystemExit:\n    pass\n"
         "print(' '.join({m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
     )
     # -P: the current folder does not go first on sys.path, so PYTHONPATH picks the tree measured

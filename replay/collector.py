@@ -21,7 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["collector_paused", "no_collection_at_exit", "set_aside_for_the_process"]
+__all__ = ["collector_paused", "command_owns_the_process", "no_collection_at_exit", "set_aside_for_the_process"]
+
+# Whether this process runs one command and exits (the ``replay`` script, ``python -m replay.cli``),
+# not a program that calls the command line in process (a test's CliRunner) and goes on.
+_command_owns_the_process = False
 
 
 @contextmanager
@@ -42,13 +46,22 @@ def collector_paused(*, long_lived: bool = False) -> Iterator[None]:
             gc.enable()
 
 
+def command_owns_the_process() -> None:
+    """Say that this process runs one command and exits (the command line's entry points)."""
+    global _command_owns_the_process
+    _command_owns_the_process = True
+
+
 def set_aside_for_the_process() -> None:
     """Leave every object made so far (the modules a command imported: the SDK, the engine) out
     of all later collections (`gc.freeze`), for a command that replays in its own process and
     exits: ``replay run``, and ``replay verify`` without workers. Its full collections then walk
     only what replaying makes, as those of ``replay verify``'s workers do (forked with the same
-    objects frozen): 0.3 s of ``--jobs 1`` on the library."""
-    gc.freeze()
+    objects frozen): 0.3 s of ``--jobs 1`` on the library. Only where the command owns the
+    process (`command_owns_the_process`): a program that calls it in process keeps its garbage
+    collectable."""
+    if _command_owns_the_process:
+        gc.freeze()
 
 
 @cache

@@ -38,7 +38,8 @@ if os.environ.get("HYPOTHESIS_PROFILE", "ci") != "long":
 
 # Scratch files (pytest's tmp_path, the sessions' and recordings' temporary folders, the compiled
 # cache below) go to a folder in memory when there is one and TMPDIR does not name another: they
-# are deleted within the test that makes them, and on a disk every folder removed and every fsync
+# are deleted within the run that makes them (pytest keeps a failed test's tmp_path only,
+# `tmp_path_retention_policy` in pyproject.toml), and on a disk every folder removed and every fsync
 # of a recording waits for the journal (the engine's properties spent half their time there).
 # Set in the environment, so that xdist's workers and every subprocess use it too.
 _RAM_FOLDER = "/dev/shm"
@@ -50,7 +51,7 @@ def ram_scratch_folder(path: str = _RAM_FOLDER) -> str | None:
     if not os.path.isdir(path):
         return None
     stats = os.statvfs(path)
-    if stats.f_flag & (os.ST_RDONLY | os.ST_NOEXEC) or not os.access(path, os.W_OK | os.X_OK):
+    if stats.f_flag & (os.ST_RDONLY | getattr(os, "ST_NOEXEC", 0)) or not os.access(path, os.W_OK | os.X_OK):
         return None
     return path if stats.f_bavail * stats.f_frsize >= _RAM_FOLDER_ROOM else None
 

@@ -1,5 +1,5 @@
 """``python -m replay.cli``: the same command line as ``replay``."""
 
-from replay.cli.app import app
+from replay.cli.app import run
 
-app()
+run()

@@ -14,8 +14,9 @@ from replay.cli import record as cli_record
 from replay.cli import run as cli_run
 from replay.cli import scrub as cli_scrub
 from replay.cli.command import ReplayCommand, ReplayGroup
+from replay.collector import command_owns_the_process
 
-__all__ = ["app"]
+__all__ = ["app", "run"]
 
 app = typer.Typer(
     name="replay", cls=ReplayGroup, no_args_is_help=True, add_completion=False, rich_markup_mode="markdown"
@@ -96,3 +97,9 @@ def demo(
         raise typer.Exit(2) from None
     typer.echo(f"{run.requests} API calls, replayed offline through the real anthropic SDK.")
     raise typer.Exit(1 if run.result.is_error else 0)
+
+
+def run() -> None:
+    """The ``replay`` script and ``python -m replay.cli``: the command line in a process of its own."""
+    command_owns_the_process()
+    app()

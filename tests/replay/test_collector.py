@@ -103,8 +103,11 @@ print("frozen while running:", gc.get_freeze_count() > 0)
 def test_what_a_command_made_before_replaying_is_set_aside_and_what_it_makes_after_is_collected() -> None:
     code = """
 import gc
-from replay.collector import set_aside_for_the_process
+from replay.collector import command_owns_the_process, set_aside_for_the_process
 imported = [[]]
+set_aside_for_the_process()
+print("not owned:", gc.get_freeze_count())
+command_owns_the_process()
 set_aside_for_the_process()
 made = [[]]
 made.append(made)
@@ -113,4 +116,21 @@ del made
 print("set aside:", gc.get_freeze_count() > 0, any(o is imported for o in gc.get_objects()))
 print("after, collected:", gc.collect() > 0, all(id(o) != ref for o in gc.get_objects()))
 """
-    assert run_python(code) == ["set aside: True False", "after, collected: True True"]
+    # A program that calls the command line in process (a test's CliRunner) keeps its objects
+    # collectable; the command line's own process sets them aside.
+    assert run_python(code) == ["not owned: 0", "set aside: True False", "after, collected: True True"]
+
+
+def test_the_command_lines_entry_points_say_they_own_their_process() -> None:
+    code = """
+import sys
+import replay.collector as collector
+from replay.cli import app as cli
+sys.argv = ["replay", "--help"]
+try:
+    cli.run()
+except SystemExit:
+    pass
+print("owned:", collector._command_owns_the_process)
+"""
+    assert run_python(code)[-1] == "owned: True"
