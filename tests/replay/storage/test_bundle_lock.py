@@ -77,7 +77,9 @@ class Gate:
 
 def make_gate(folder: Path, name: str) -> Gate:
     started, go = folder / f"{name}.started", folder / f"{name}.go"
-    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.01; done; echo through"
+    # The wait also ends when the writer that ran it is gone (a test kills one with SIGKILL, which
+    # leaves this shell behind): never a loop left polling after the test.
+    command = f"touch {started}; while [ ! -e {go} ] && kill -0 $PPID 2>/dev/null; do sleep 0.01; done; echo through"
     turns = [
         {"content": [{"tool_use": {"name": "Bash", "input": {"command": command}}}]},
         {"content": [{"text": "Done."}]},
