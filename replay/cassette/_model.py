@@ -63,6 +63,8 @@ class Cassette:
     metadata: dict[str, Any] = field(default_factory=dict)
     # Fingerprints the loader already computed (to check the stored ones): not computed twice.
     computed_fingerprints: list[str] | None = field(default=None, repr=False, compare=False)
+    # The home folder they were computed under (`home_folder`, which the normalizer replaces).
+    fingerprints_home: str | None = field(default=None, repr=False, compare=False)
 
     def normalizer(self) -> Normalizer:
         """The normalizer of the recording: its workspace, session folder and home."""

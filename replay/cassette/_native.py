@@ -16,7 +16,14 @@ from typing import Any
 
 from replay.cassette._content import ContentReader, ContentWriter, FormatProblem, sorted_data
 from replay.cassette._model import CASSETTE_FORMAT_VERSION, RECORDED_PATH_KEYS, Cassette, normalizer_for
-from replay.cassette.fingerprints import Normalizer, canonical_json, canonical_json_of_parsed, fingerprint, route_key
+from replay.cassette.fingerprints import (
+    Normalizer,
+    canonical_json,
+    canonical_json_of_parsed,
+    fingerprint,
+    home_folder,
+    route_key,
+)
 from replay.cassette.interaction import (
     BodyKind,
     EncodedEvents,
@@ -188,6 +195,7 @@ def decode_native(
     normalizer = _Memoized(normalizer_for(dict(recorded_paths)).roots)
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
+    fingerprints_home = home_folder()  # what computed and compiled fingerprints were computed under
     shared = _Shared()
     for index, raw in enumerate(raw_interactions):
         where = f"interactions[{index}]"
@@ -212,6 +220,7 @@ def decode_native(
         recorded_paths=dict(recorded_paths),
         metadata=dict(metadata),
         computed_fingerprints=computed_fingerprints,
+        fingerprints_home=fingerprints_home,
     )
 
 

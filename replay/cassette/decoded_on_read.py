@@ -15,11 +15,11 @@ __all__ = ["DecodedOnRead"]
 
 
 class DecodedOnRead:
-    """The descriptor behind such a field: a value of type ``encoded`` set on it is replaced by
-    ``decode(value)`` at the first read; any other value is kept as it is."""
+    """The descriptor behind such a field: a value of type ``encoded`` (or one of them) set on it
+    is replaced by ``decode(value)`` at the first read; any other value is kept as it is."""
 
-    def __init__(self, encoded: type, decode: Callable[[Any], Any]) -> None:
-        self._encoded = encoded
+    def __init__(self, encoded: type | tuple[type, ...], decode: Callable[[Any], Any]) -> None:
+        self._encoded = encoded if isinstance(encoded, tuple) else (encoded,)
         self._decode = decode
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -29,7 +29,7 @@ class DecodedOnRead:
         if instance is None:
             return None  # the dataclass field's default
         value = self.stored(instance)
-        if type(value) is self._encoded:
+        if type(value) in self._encoded:
             value = instance.__dict__[self._slot] = self._decode(value)
         return value
 

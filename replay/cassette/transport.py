@@ -30,12 +30,14 @@ from replay.cassette.fingerprints import (
     canonical_json,
     fingerprint,
     fingerprint_with_body,
+    home_folder,
     parse_body,
     route_key,
 )
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
 from replay.cassette.normalized_text import NormalizedText
+from replay.cassette.sent_again import KeyedOnRead, SentAgain, parsed_log_body
 from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
 from replay.cassette.tool_result_order import tool_results_by_id
@@ -90,7 +92,7 @@ class LoggedRequest:
     matched: bool = True
     # Parsed from its normalized text at the first read (see `DecodedOnRead`); not in the repr,
     # which asyncio takes of a finished task's result (a session's whole request log).
-    body: Any = field(default=DecodedOnRead(NormalizedText, NormalizedText.parsed), repr=False)
+    body: Any = field(default=DecodedOnRead((NormalizedText, KeyedOnRead), parsed_log_body), repr=False)
     at: float | None = None
     # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
     answered: bool = True
@@ -115,7 +117,10 @@ class CassettePlayer:
         recorded_normalizer: Normalizer | None = None,
         normalizer: Normalizer | None = None,
         strict: bool = False,
+        fingerprints_home: str | None = None,
     ) -> None:
+        # fingerprints_home: the home folder `fingerprints` were computed under (None: not known,
+        # then no request is told sent again, see `SentAgain`).
         self.name = name
         self.strict = strict
         # The last line of a miss: how to record what is missing (a caller that knows, such as
@@ -130,6 +135,7 @@ class CassettePlayer:
         # first request that misses (see tool_result_order).
         self._by_results_order: dict[str, list[_Recorded]] | None = None
         if fingerprints is None:
+            fingerprints_home = home_folder()
             fingerprints = [
                 fingerprint(i.request.method, i.request.path, i.request.body, normalizer=recorded_normalizer)
                 for i in interactions
@@ -143,6 +149,8 @@ class CassettePlayer:
         for recorded in self._recorded:
             self._queues.setdefault(recorded.fingerprint, []).append(recorded)
         self._played = [False] * len(self._recorded)
+        self._unplayed_from = 0  # no recorded interaction before this one is unplayed
+        self._sent = SentAgain(recorded_normalizer, self._normalizer, fingerprints_home)
         self._requests = 0
         self.log: list[LoggedRequest] = []
         # The session clock each logged request is stamped with (None: no clock).
@@ -154,13 +162,16 @@ class CassettePlayer:
     ) -> CassettePlayer:
         """A player for a loaded cassette: recorded requests are normalized against the folders
         the recording used, live ones against the folders this run uses."""
+        computed = cassette.computed_fingerprints
+        known = computed is not None and len(computed) == len(cassette.interactions)
         return cls(
             cassette.interactions,
             name=str(cassette.path) if cassette.path else "<cassette>",
-            fingerprints=cassette.fingerprints(),
+            fingerprints=cassette.fingerprints() if known else None,
             recorded_normalizer=cassette.normalizer(),
             normalizer=Normalizer.for_paths(workspace=workspace, session_dir=session_dir),
             strict=strict,
+            fingerprints_home=cassette.fingerprints_home if known else None,
         )
 
     def match(self, method: str, path: str, body: bytes) -> Interaction:
@@ -168,8 +179,12 @@ class CassettePlayer:
         self._requests += 1
         parsed: Any = _UNPARSED
         body_seen: Any
-        fast = self._keys.key(method, path, body)
-        if fast is not None:
+        sent_again = self._sent_again(method, path, body)
+        if sent_again is not None:
+            # The next recorded request sent again: its fingerprint (see sent_again).
+            request = sent_again.interaction.request
+            key, body_seen = sent_again.fingerprint, KeyedOnRead(self._keys, self._normalizer, method, path, request)
+        elif (fast := self._keys.key(method, path, body)) is not None:
             key, body_seen = fast.fingerprint, fast.body
         else:
             # Recorded bodies were scrubbed before they were saved: scrub this one the same way.
@@ -191,6 +206,22 @@ class CassettePlayer:
         self.log.append(LoggedRequest(path, key, body=body_seen, at=at, answered=answered))
         self._played[recorded.index] = True
         return recorded.interaction
+
+    def _sent_again(self, method: str, path: str, body: bytes) -> _Recorded | None:
+        """The first unplayed recorded request when this one is it sent again (`SentAgain`),
+        else None."""
+        played, start = self._played, self._unplayed_from
+        while start < len(played) and played[start]:
+            start += 1
+        self._unplayed_from = start
+        if start == len(played):
+            return None
+        recorded = self._recorded[start]
+        # Unplayed, it is in its fingerprint's queue, and first (a played one leaves it): the one
+        # the fingerprint keyed from the text would find.
+        first = self._queues[recorded.fingerprint][0] is recorded
+        sent = first and self._sent.sent_again(recorded.interaction.request, method, path, body)
+        return recorded if sent else None
 
     def _in_another_results_order(self, method: str, path: str, body: Any) -> _Recorded | None:
         """The first unplayed recorded request that asks the same as this one but for the order of

@@ -1,0 +1,262 @@
+"""A live request whose body is, as data, the next recorded request's body is that request sent
+again: the player answers it with the recorded fingerprint, without keying it (`SentAgain`).
+
+Why that is its fingerprint. A fingerprint digests the normalized text of the scrubbed body, and
+`Normalizer.body` reads a body only through the canonical JSON of each member and of each element
+of ``messages``. So when each of those is the recorded one's text:
+
+- both normalizers (the recording's folders and this run's) leave a text holding none of their
+  folders to the same steps, and those read the home folder, which is checked to be the one the
+  recorded fingerprints were computed under: they give the recorded normalized text;
+- scrubbing the body changes nothing unless it holds what the redactor calls a secret, and the
+  recording then holds it too. A form of this environment's credentials is looked for in each
+  recorded piece (in the whole body for a form that could span two pieces), so a recording that
+  holds today's credentials is keyed and scrubbed as before; anything else a detector would find
+  is in the cassette already, where ``replay scrub --check`` reports it, and the live request sent
+  it again. The body the request log keeps is keyed, scrubbed, only when it is read
+  (`KeyedOnRead`), so no secret reaches a trace either way.
+
+How it is told cheaply. An agent loop re-sends its history: the next body repeats the last one's
+text but for its newest messages, and the next recorded body holds the last one's message
+objects (a loaded cassette's content table gives every request of a session the same objects).
+A body that repeats the last body's text up to the messages the recording shares, and after its
+list of messages, is the recorded one when its new elements are; those are parsed and compared
+by their canonical text, each once. Any other body is read whole, member by member. Canonical
+text, not ``==``: ``1 == 1.0 == True`` in Python, not in a fingerprint.
+
+After the first request that is not the next recorded one (this run's folder in a tool's
+output, say) the player stops looking: the requests after it re-send that message.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from typing import Any, Final
+
+from replay.cassette.fingerprints import (
+    Normalizer,
+    canonical_json_of_parsed,
+    fingerprint_with_body,
+    home_folder,
+    parse_body,
+)
+from replay.cassette.interaction import RecordedRequest
+from replay.cassette.normalized_text import NormalizedText
+from replay.cassette.request_keys import RequestKeys
+from replay.cassette.scrub import scrub_bytes
+from replay.redact.redactor import Redactor, current_redactor
+from replay.redact.substrings import Substrings
+
+__all__ = ["KeyedOnRead", "SentAgain", "parsed_log_body"]
+
+_MESSAGES: Final = "messages"
+# What separates the pieces of a JSON body: a credential's form holding one could span two.
+_STRUCTURE: Final = frozenset('",:[]{}')
+# How many of the last list's messages may have been written anew (a moved cache marker).
+_REWRITTEN: Final = 3
+_scan = json.JSONDecoder().scan_once  # (text, index) -> (value, end), StopIteration if none
+
+
+class _Differs(Exception):
+    """The body is not the recorded one, or this path cannot tell that it is."""
+
+
+class _Told:
+    """The last body told sent again: its text, the recorded body it is, where its list of
+    messages starts (after ``[``, -1 when it has none) and closes (its ``]``), and where each
+    element of the list ends."""
+
+    __slots__ = ("close", "ends", "recorded", "start", "text")
+
+    def __init__(self, text: str, recorded: dict[str, Any], start: int, close: int, ends: list[int]) -> None:
+        self.text, self.recorded, self.start, self.close, self.ends = text, recorded, start, close, ends
+
+
+class SentAgain:
+    """Tells whether a live request is the next recorded request sent again (see the module)."""
+
+    def __init__(self, recorded: Normalizer, live: Normalizer, fingerprints_home: str | None) -> None:
+        self._folders = tuple(root for root, _ in (*recorded.roots, *live.roots) if root)
+        self._home = fingerprints_home
+        self._looking = fingerprints_home is not None
+        self._redactor: Redactor | None = None
+        self._looked_for = Substrings(self._folders)
+        self._spanning: tuple[bytes, ...] = ()  # credential forms looked for in the whole body
+        # member key -> (the recorded value last read, its canonical text, None when not usable)
+        self._members: dict[str, tuple[Any, str | None]] = {}
+        self._last: _Told | None = None
+
+    def sent_again(self, request: RecordedRequest, method: str, path: str, body: bytes) -> bool:
+        """Whether ``body`` is ``request``'s body as data, which then gives it its fingerprint."""
+        recorded = request.body
+        if not self._looking or type(recorded) is not dict or home_folder() != self._home:
+            return False
+        if request.method != method or request.path != path:
+            return False
+        redactor = current_redactor()
+        if redactor is not self._redactor:
+            self._start_over(redactor)
+        try:
+            if any(form in body for form in self._spanning):
+                raise _Differs
+            text = body.decode("utf-8")
+            told = self._following(text, recorded) if self._last is not None else None
+            self._last = told or self._read_whole(text, recorded)
+        except (_Differs, UnicodeDecodeError, StopIteration, IndexError, ValueError, RecursionError):
+            self._looking, self._last = False, None
+            return False
+        return True
+
+    def _start_over(self, redactor: Redactor) -> None:
+        # What is usable depends on the redactor's credentials.
+        forms = redactor.known_forms()
+        self._redactor = redactor
+        self._looked_for = Substrings((*self._folders, *forms))
+        self._spanning = tuple(form.encode("utf-8", "surrogatepass") for form in forms if _STRUCTURE.intersection(form))
+        self._members.clear()
+        self._last = None
+
+    def _following(self, text: str, recorded: dict[str, Any]) -> _Told | None:
+        """The body told from the last one (see the module), or None when it does not follow it."""
+        last = self._last
+        assert last is not None
+        messages, before = recorded.get(_MESSAGES), last.recorded
+        if last.start < 0 or type(messages) is not list or recorded.keys() != before.keys():
+            return None
+        for key, value in recorded.items():
+            earlier_value = before[key]
+            if key == _MESSAGES or value is earlier_value or _same_scalar(value, earlier_value):
+                continue
+            # Another object: the same when its canonical text is.
+            known = self._members.get(key)
+            previous = known[1] if known is not None and known[0] is earlier_value else self._member(key, earlier_value)
+            if previous is None or self._member(key, value) != previous:
+                return None
+        earlier = before[_MESSAGES]
+        shared = min(len(earlier), len(messages))
+        while shared and not all(map(operator.is_, messages[:shared], earlier[:shared])):
+            shared = shared - 1 if len(earlier) - shared < _REWRITTEN else 0
+        cut = last.ends[shared - 1] if shared else last.start
+        if not text.startswith(last.text[:cut]):
+            return None
+        ends = last.ends[:shared]
+        close = self._elements(text, cut, messages, shared, ends)
+        tail = last.text[last.close :]
+        if len(text) - len(tail) != close or not text.endswith(tail):
+            return None
+        return _Told(text, recorded, last.start, close, ends)
+
+    def _read_whole(self, text: str, recorded: dict[str, Any]) -> _Told:
+        """The body read member by member, each compared with the recorded one's."""
+        if text[0] != "{" or text[1] == "}":
+            raise _Differs  # not an object, or an empty one: rare, the keyed path has them
+        keys: set[str] = set()
+        start = close = -1
+        ends: list[int] = []
+        position = 1
+        while True:
+            if text[position] != '"':
+                raise _Differs
+            key, colon = _scan(text, position)
+            if text[colon] != ":" or key in keys or key not in recorded:
+                raise _Differs
+            keys.add(key)
+            value = recorded[key]
+            if key == _MESSAGES and type(value) is list and text[colon + 1] == "[":
+                start = colon + 2
+                close = self._elements(text, start, value, 0, ends)
+                end = close + 1
+            else:
+                parsed, end = _scan(text, colon + 1)
+                if self._member(key, value) != canonical_json_of_parsed(parsed):
+                    raise _Differs
+            if text[end] == "}" and end + 1 == len(text):
+                break
+            if text[end] != ",":
+                raise _Differs
+            position = end + 1
+        if len(keys) != len(recorded):
+            raise _Differs
+        return _Told(text, recorded, start, close, ends)
+
+    def _elements(self, text: str, position: int, messages: list[Any], index: int, ends: list[int]) -> int:
+        """Reads the list's elements from ``position`` (after its ``[``, or after its element
+        ``index - 1``), each compared with ``messages[index]`` and on; their ends go to ``ends``.
+        Returns where its ``]`` is."""
+        if text[position] == "]":
+            close = position
+        else:
+            if index:
+                if text[position] != ",":
+                    raise _Differs
+                position += 1
+            count, looked_for, canonical = len(messages), self._looked_for.in_, canonical_json_of_parsed
+            while True:
+                if index >= count:
+                    raise _Differs
+                parsed, end = _scan(text, position)
+                recorded = canonical(messages[index])
+                if recorded != canonical(parsed) or looked_for(recorded):
+                    raise _Differs
+                ends.append(end)
+                index += 1
+                separator = text[end]
+                if separator == "]":
+                    close = end
+                    break
+                if separator != ",":
+                    raise _Differs
+                position = end + 1
+        if index != len(messages):
+            raise _Differs
+        return close
+
+    def _member(self, key: str, value: Any) -> str | None:
+        """The canonical text of the recorded member ``key`` (kept while its value is the same
+        object), None when it is not usable."""
+        known = self._members.get(key)
+        if known is None or known[0] is not value:
+            known = self._members[key] = (value, self._usable(canonical_json_of_parsed(value)))
+        return known[1]
+
+    def _usable(self, canonical: str) -> str | None:
+        """``canonical``, or None when it holds a folder or a credential's form."""
+        return None if self._looked_for.in_(canonical) else canonical
+
+
+class KeyedOnRead:
+    """A logged body answered by `SentAgain`, normalized and scrubbed as the player keys a body
+    (`parsed`) only when it is read: a replay alone never reads it, the cache audit does."""
+
+    __slots__ = ("_keys", "_method", "_normalizer", "_path", "_request")
+
+    def __init__(
+        self, keys: RequestKeys, normalizer: Normalizer, method: str, path: str, request: RecordedRequest
+    ) -> None:
+        self._keys, self._normalizer = keys, normalizer
+        self._method, self._path, self._request = method, path, request
+
+    def parsed(self) -> Any:
+        """The body as the fingerprint reads it, parsed: what the player logs for a keyed body."""
+        body = self._request.body_bytes()  # the same data as the request sent
+        fast = self._keys.key(self._method, self._path, body)
+        if fast is not None:
+            return fast.body.parsed()
+        parsed = parse_body(scrub_bytes(body))
+        return fingerprint_with_body(self._method, self._path, parsed, normalizer=self._normalizer)[1]
+
+
+def parsed_log_body(body: NormalizedText | KeyedOnRead) -> Any:
+    """A logged body kept unread (`LoggedRequest.body`), as data."""
+    return body.parsed()
+
+
+def _same_scalar(value: Any, other: Any) -> bool:
+    """Whether two scalars have the same canonical text without writing it: a string, an integer,
+    a boolean or null of the same type and value (not a float: ``0.0 == -0.0``)."""
+    kind = type(value)
+    return kind is type(other) and kind in _SCALARS and value == other
+
+
+_SCALARS: Final = frozenset({str, int, bool, type(None)})

@@ -1,0 +1,242 @@
+"""A live request whose body is the next recorded request's, as data, is answered as that request
+sent again (`replay.cassette.sent_again`): with the fingerprint and the logged body the keyed path
+gives it, whatever its key order or escapes, in any folder, under any home or credentials — and
+its log never holds a secret."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.cassette import Cassette, load_cassette, save_cassette
+from replay.cassette._io import _FOOTER, _HEADER
+from replay.cassette._native import encode_native
+from replay.cassette.fingerprints import Normalizer, home_folder
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
+from replay.cassette.normalized_text import NormalizedText
+from replay.cassette.raw_keys import raw_body_keys
+from replay.cassette.sent_again import KeyedOnRead
+from replay.cassette.transport import CassetteMismatchError, CassettePlayer, LoggedRequest
+from replay.storage.strict_yaml import dump_yaml
+from tests.replay.cassette.test_request_keys import LIBRARY, compact, reference
+from tests.replay.redact.test_redact import PASSWORD
+
+URI = "https://api.anthropic.com/v1/messages"
+RECORDED = Path("/work/recorded-run/workspace")
+LIVE = Path("/work/live-run/workspace")
+CREDENTIAL = ("SOME_SERVICE_TOKEN", "7Hq2Lx9Vw4Rb8Nz3")
+
+
+def stored_body(entry: LoggedRequest) -> Any:
+    """What a log entry holds before anyone reads its body."""
+    return inspect.getattr_static(LoggedRequest, "body").stored(entry)
+
+
+def session(messages: list[Any]) -> list[dict[str, Any]]:
+    """The bodies of a session that re-sends its history: one request per message."""
+    return [{"model": "m", "max_tokens": 10, "messages": messages[: n + 1]} for n in range(len(messages))]
+
+
+def saved_and_loaded(bodies: list[dict[str, Any]], folder: Path, **recorded_paths: str) -> Cassette:
+    interactions = [
+        Interaction(
+            RecordedRequest(method="POST", uri=URI, body=body),
+            RecordedResponse(status=200, kind=BodyKind.JSON, body={"n": n}),
+        )
+        for n, body in enumerate(bodies)
+    ]
+    path = folder / "cassette.yaml"
+    save_cassette(Cassette(interactions=interactions, recorded_paths=recorded_paths), path)
+    return load_cassette(path)
+
+
+def client_order(value: Any) -> Any:
+    """``value`` with every object's keys in reverse order: a client's order, not the stored one."""
+    if isinstance(value, dict):
+        return {key: client_order(value[key]) for key in reversed(value)}
+    if isinstance(value, list):
+        return [client_order(item) for item in value]
+    return value
+
+
+def as_sent(body: Any, *, ascii_only: bool = False) -> bytes:
+    """The bytes a client sends for a recorded body: its own key order, compact JSON."""
+    return json.dumps(client_order(body), ensure_ascii=ascii_only, separators=(",", ":")).encode()
+
+
+def outcome(
+    player: CassettePlayer, cassette: Cassette, kinds: list[type] | None = None, *, ascii_only: bool = False
+) -> list[Any]:
+    """What the player answers each recorded body, sent again in order as a client sends it:
+    the logged fingerprint and body, or that it matched nothing. ``kinds``: gets what each
+    logged body was before it was read."""
+    answers: list[Any] = []
+    for interaction in cassette.interactions:
+        request = interaction.request
+        try:
+            player.match(request.method, request.path, as_sent(request.body, ascii_only=ascii_only))
+        except CassetteMismatchError:
+            answers.append("no match")
+            continue
+        if kinds is not None:
+            kinds.append(type(stored_body(player.log[-1])))
+        answers.append((player.log[-1].fingerprint, player.log[-1].body))
+    return answers
+
+
+def keyed_player(cassette: Cassette, workspace: Path, session_dir: Path | None = None) -> CassettePlayer:
+    """A player that keys every request from its text (the fingerprints' home not given), in
+    the folders `CassettePlayer.from_cassette` would use."""
+    return CassettePlayer(
+        cassette.interactions,
+        fingerprints=cassette.fingerprints(),
+        recorded_normalizer=cassette.normalizer(),
+        normalizer=Normalizer.for_paths(workspace=workspace, session_dir=session_dir),
+    )
+
+
+def test_every_library_request_sent_again_in_another_folder_plays_as_keyed(tmp_path: Path) -> None:
+    raw_body_keys().clear()
+    answered = 0
+    for cassette_file in sorted(LIBRARY.glob("*/cassette.yaml")):
+        cassette = load_cassette(cassette_file)
+        workspace, session_dir = tmp_path / cassette_file.parent.name / "workspace", tmp_path / "session"
+        player = CassettePlayer.from_cassette(cassette, workspace=workspace, session_dir=session_dir)
+        kinds: list[type] = []
+        assert outcome(player, cassette, kinds) == outcome(keyed_player(cassette, workspace, session_dir), cassette)
+        assert [entry.fingerprint for entry in player.log] == cassette.fingerprints()
+        answered += kinds.count(KeyedOnRead)
+    assert answered > 300  # most library requests are known by their bytes
+
+
+TEXTS = st.sampled_from(
+    [
+        "plain text",
+        "é 🙂 \u2028 tab\t",
+        'a "quoted" \\ back\nslash',
+        f"Read {RECORDED}/notes.md",
+        f"Read {LIVE}/notes.md",
+        "Read /work/recorded-run/workspacex/n.md",
+        "\\/work\\/recorded-run\\/workspace",
+        "HOME/.config",
+        "token 7Hq2Lx9Vw4Rb8Nz3 here",
+        "at 2026-01-01T10:00:00Z in /tmp/pytest-7/x",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(TEXTS, min_size=1, max_size=4),
+    credential_later=st.booleans(),
+    home_moves=st.booleans(),
+    ascii_only=st.booleans(),
+)
+def test_any_session_plays_as_the_keyed_path_plays_it(
+    texts: list[str], credential_later: bool, home_moves: bool, ascii_only: bool
+) -> None:
+    """Recorded in one folder, replayed in another; a credential of the replay's environment may
+    be in the recording (it was not one when recorded), and the home folder may move between
+    loading and replaying: whatever the body holds, the answers are the keyed path's."""
+    raw_body_keys().clear()
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        home = home_folder()
+        messages = [{"role": "user", "content": text.replace("HOME", home)} for text in texts]
+        cassette = saved_and_loaded(session(messages), Path(folder), workspace=str(RECORDED))
+        if credential_later:
+            patch.setenv(*CREDENTIAL)
+        if home_moves:
+            patch.setenv("HOME", "/work/another-home")
+        player = CassettePlayer.from_cassette(cassette, workspace=LIVE)
+        answers = outcome(player, cassette, ascii_only=ascii_only)
+        assert answers == outcome(keyed_player(cassette, LIVE), cassette, ascii_only=ascii_only)
+
+
+def test_a_request_naming_the_recording_folder_is_not_taken_for_the_recorded_one(tmp_path: Path) -> None:
+    # Recorded, the folder was the workspace; here it is just a path: another request.
+    bodies = session([{"role": "user", "content": f"Read {RECORDED}/a.py"}])
+    cassette = saved_and_loaded(bodies, tmp_path, workspace=str(RECORDED))
+    player = CassettePlayer.from_cassette(cassette, workspace=LIVE)
+    with pytest.raises(CassetteMismatchError):
+        player.match("POST", "/v1/messages", as_sent(bodies[0]))
+
+
+def test_after_a_request_with_other_bytes_the_player_keys_every_request(tmp_path: Path) -> None:
+    bodies = session([{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])
+    cassette = saved_and_loaded(bodies, tmp_path)
+    player = CassettePlayer.from_cassette(cassette)
+    other = json.dumps(bodies[0], separators=(", ", ": ")).encode()  # the same request, other bytes
+    player.match("POST", "/v1/messages", other)
+    player.match("POST", "/v1/messages", compact(bodies[1]))
+    # The first goes the slow path (not compact JSON), the second is keyed from its text.
+    assert [type(stored_body(entry)) for entry in player.log] == [dict, NormalizedText]
+    assert [entry.fingerprint for entry in player.log] == cassette.fingerprints()
+
+
+def test_a_secret_in_a_recording_never_reaches_the_log(tmp_path: Path) -> None:
+    """A hostile cassette holds a password in clear (edited in after the recording's scrub): the
+    request that sends it again plays by its bytes, and the body its log gives is scrubbed."""
+    [interaction] = saved_and_loaded(session([{"role": "user", "content": "config"}]), tmp_path).interactions
+    secret = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": f'password = "{PASSWORD}"'}]}
+    request = dataclasses.replace(interaction.request, body=secret)
+    hostile = Cassette(interactions=[Interaction(request, interaction.response)])
+    cassette_file = tmp_path / "hostile.yaml"  # written by another tool, without our scrub
+    cassette_file.write_text(_HEADER + dump_yaml(encode_native(hostile)) + _FOOTER)
+    cassette = load_cassette(cassette_file)
+    body = cassette.interactions[0].request.body_bytes()
+    assert PASSWORD.encode() in body
+    player = CassettePlayer.from_cassette(cassette)
+    player.match("POST", "/v1/messages", body)
+    entry = player.log[0]
+    assert type(stored_body(entry)) is KeyedOnRead
+    assert entry.fingerprint == cassette.fingerprints()[0]
+    logged = json.dumps(entry.body)
+    assert PASSWORD not in logged
+    assert entry.body == json.loads(reference(body, Normalizer())[1])
+
+
+def test_without_the_home_its_fingerprints_were_computed_under_a_player_keys_every_request(
+    tmp_path: Path,
+) -> None:
+    cassette = saved_and_loaded(session([{"role": "user", "content": "hello"}]), tmp_path)
+    player = keyed_player(cassette, LIVE)  # given fingerprints, not the home they were computed under
+    player.match("POST", "/v1/messages", as_sent(cassette.interactions[0].request.body))
+    assert type(stored_body(player.log[0])) is NormalizedText
+
+
+def test_a_credential_spanning_two_messages_is_found_as_the_keyed_path_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A credential of this environment written across two messages' texts (its form holds the
+    characters between them) keeps the body off its recorded fingerprint, as keying it would."""
+    cassette = saved_and_loaded(
+        session([{"role": "user", "content": "first Kx7"}, {"role": "user", "content": "Vb9 second"}]), tmp_path
+    )
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", 'Kx7"},{"role":"user","content":"Vb9')  # as a client sends them
+    answers = outcome(CassettePlayer.from_cassette(cassette), cassette)
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette)
+    assert answers[1] == "no match"
+
+
+@pytest.mark.parametrize("sent", ["true", "1.0", "1", '"1"'])
+def test_a_value_equal_in_python_but_not_in_json_is_another_request(tmp_path: Path, sent: str) -> None:
+    """``1 == 1.0 == True`` in Python: a body is the recorded one only when its JSON text is."""
+    recorded = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+    cassette = saved_and_loaded([recorded], tmp_path)
+    body = b'{"model":"m","max_tokens":%s,"messages":[{"role":"user","content":"hi"}]}' % sent.encode()
+    answers = []
+    for player in (CassettePlayer.from_cassette(cassette), keyed_player(cassette, LIVE)):
+        try:
+            player.match("POST", "/v1/messages", body)
+            answers.append(player.log[-1].fingerprint)
+        except CassetteMismatchError:
+            answers.append("no match")
+    assert answers[0] == answers[1] == (cassette.fingerprints()[0] if sent == "1" else "no match")
