@@ -22,7 +22,10 @@ objects (a loaded cassette's content table gives every request of a session the 
 A body that repeats the last body's text up to the messages the recording shares, and after its
 list of messages, is the recorded one when its new elements are; those are parsed and compared
 by their canonical text, each once. Any other body is read whole, member by member. Canonical
-text, not ``==``: ``1 == 1.0 == True`` in Python, not in a fingerprint.
+text, not ``==``: ``1 == 1.0 == True`` in Python, not in a fingerprint; but a message whose raw
+text holds no number, no boolean and no ``\\u`` or ``\\/`` escape is compared with ``==``, and its
+raw text looked in for folders and credentials (`_plain_object`: there ``==`` is equality of the
+canonical texts, and the strings are written as the canonical text writes them).
 
 After the first request that is not the next recorded one (this run's folder in a tool's
 output, say) the player stops looking: the requests after it re-send that message.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from typing import Any, Final
 
 from replay.cassette.fingerprints import (
@@ -82,6 +86,7 @@ class SentAgain:
         self._looking = fingerprints_home is not None
         self._redactor: Redactor | None = None
         self._looked_for = Substrings(self._folders)
+        self._plain = False  # what is looked for can be looked for in a plain element's raw text
         self._spanning: tuple[bytes, ...] = ()  # credential forms looked for in the whole body
         # member key -> (the recorded value last read, its canonical text, None when not usable)
         self._members: dict[str, tuple[Any, str | None]] = {}
@@ -113,6 +118,7 @@ class SentAgain:
         forms = redactor.known_forms()
         self._redactor = redactor
         self._looked_for = Substrings((*self._folders, *forms))
+        self._plain = not any(_STRUCTURE.intersection(looked) for looked in (*self._folders, *forms))
         self._spanning = tuple(form.encode("utf-8", "surrogatepass") for form in forms if _STRUCTURE.intersection(form))
         self._members.clear()
         self._last = None
@@ -196,9 +202,14 @@ class SentAgain:
                 if index >= count:
                     raise _Differs
                 parsed, end = _scan(text, position)
-                recorded = canonical(messages[index])
-                if recorded != canonical(parsed) or looked_for(recorded):
-                    raise _Differs
+                raw = text[position:end]
+                if self._plain and _plain_object(raw) and parsed == messages[index]:
+                    if looked_for(raw):  # the text the normalizer reads holds what the raw text does
+                        raise _Differs
+                else:
+                    recorded = canonical(messages[index])
+                    if recorded != canonical(parsed) or looked_for(recorded):
+                        raise _Differs
                 ends.append(end)
                 index += 1
                 separator = text[end]
@@ -260,3 +271,14 @@ def _same_scalar(value: Any, other: Any) -> bool:
 
 
 _SCALARS: Final = frozenset({str, int, bool, type(None)})
+# A number, true or false where a value starts (after ``:``, ``[`` or ``,``): a JSON text without
+# one holds no number and no boolean, whatever its layout.
+_NUMBER_OR_BOOLEAN: Final = re.compile(r"[:\[,]\s*[-0-9tf]")
+
+
+def _plain_object(raw: str) -> bool:
+    """Whether the JSON text ``raw`` is an object of only strings, nulls, objects and lists,
+    with no escape but ``\\"``, ``\\\\`` and the short ones for control characters: then ``==``
+    between its value and a recorded one is equality of their canonical texts (no ``1 == 1.0 ==
+    True``), and its string tokens are written as in its canonical text."""
+    return raw[0] == "{" and "\\u" not in raw and "\\/" not in raw and _NUMBER_OR_BOOLEAN.search(raw) is None

@@ -240,3 +240,29 @@ def test_a_value_equal_in_python_but_not_in_json_is_another_request(tmp_path: Pa
         except CassetteMismatchError:
             answers.append("no match")
     assert answers[0] == answers[1] == (cassette.fingerprints()[0] if sent == "1" else "no match")
+
+
+@pytest.mark.parametrize("sent", ["true", "1.0", "1"])
+def test_a_message_equal_in_python_but_not_in_json_is_another_request(tmp_path: Path, sent: str) -> None:
+    recorded = {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "n": 1}]}]}
+    cassette = saved_and_loaded([recorded], tmp_path)
+    body = b'{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi","n":%s}]}]}' % sent.encode()
+    answers = []
+    for player in (CassettePlayer.from_cassette(cassette), keyed_player(cassette, LIVE)):
+        try:
+            player.match("POST", "/v1/messages", body)
+            answers.append(player.log[-1].fingerprint)
+        except CassetteMismatchError:
+            answers.append("no match")
+    assert answers[0] == answers[1] == (cassette.fingerprints()[0] if sent == "1" else "no match")
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_a_recording_folder_written_with_escapes_is_still_found(tmp_path: Path, ascii_only: bool) -> None:
+    """The recording's folder, named with a non-ASCII character, in a message a client sends
+    with that character escaped: another request here (the folder is not this run's), as keyed."""
+    folder = "/work/récit/workspace"
+    bodies = session([{"role": "user", "content": f"Read {folder}/a.py"}])
+    cassette = saved_and_loaded(bodies, tmp_path, workspace=folder)
+    answers = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette, ascii_only=ascii_only)
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette, ascii_only=ascii_only) == ["no match"]
