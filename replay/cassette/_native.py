@@ -234,6 +234,8 @@ class _Memoized(Normalizer):
     def value(self, value: Any) -> str:
         if type(value) is dict or type(value) is list:
             key: Any = id(value)  # the object itself, kept alive below so that its id stays its own
+        elif type(value) is float:
+            key = (float, repr(value))  # by its text: 0.0 == -0.0, and their canonical texts differ
         else:
             key = (type(value), value)  # the same model name, token limit and flag in every request
         known = self._texts.get(key)

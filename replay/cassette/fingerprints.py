@@ -82,6 +82,8 @@ class Normalizer:
     folders (the workspace, the session folder) named by their placeholder."""
 
     roots: tuple[tuple[str, str], ...] = ()
+    # The home folder replaced with <home>; None: `home_folder()` at each call.
+    home: str | None = None
     # Normalized text of values already seen: an agent loop re-sends its whole history, so
     # each request brings only a few new messages to normalize.
     _seen: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -101,7 +103,7 @@ class Normalizer:
         for path, placeholder in self.roots:
             if path and path in text:
                 text = text.replace(path, placeholder)
-        home = home_folder()
+        home = home_folder() if self.home is None else self.home
         if home not in ("", "/") and home in text:
             text = text.replace(home, "<home>")
         if "/" in text:

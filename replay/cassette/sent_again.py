@@ -8,13 +8,14 @@ of ``messages``. So when each of those is the recorded one's text:
 - both normalizers (the recording's folders and this run's) leave a text holding none of their
   folders to the same steps, and those read the home folder, which is checked to be the one the
   recorded fingerprints were computed under: they give the recorded normalized text;
-- scrubbing the body changes nothing unless it holds what the redactor calls a secret, and the
-  recording then holds it too. A form of this environment's credentials is looked for in each
-  recorded piece (in the whole body for a form that could span two pieces), so a recording that
-  holds today's credentials is keyed and scrubbed as before; anything else a detector would find
-  is in the cassette already, where ``replay scrub --check`` reports it, and the live request sent
-  it again. The body the request log keeps is keyed, scrubbed, only when it is read
-  (`KeyedOnRead`), so no secret reaches a trace either way.
+- scrubbing the body changes nothing unless it holds what the redactor calls a secret. A form of
+  this environment's credentials is looked for in the raw text of each new member and message
+  (in the whole body for a form that could span two), so a body holding one is keyed and scrubbed
+  as before. Any other secret scrubbing would replace is in the recording already, since every
+  string of the body is the recording's (but a value the JSON parser drops: a key repeated in an
+  object), where ``replay scrub --check`` reports it. The body the request log keeps is keyed,
+  scrubbed, when it is read (`KeyedOnRead`), under the home folder and credentials of the moment
+  it was matched, so no secret reaches a trace either way.
 
 How it is told cheaply. An agent loop re-sends its history: the next body repeats the last one's
 text but for its newest messages, and the next recorded body holds the last one's message
@@ -48,7 +49,6 @@ from replay.cassette.fingerprints import (
 from replay.cassette.interaction import RecordedRequest
 from replay.cassette.normalized_text import NormalizedText
 from replay.cassette.request_keys import RequestKeys
-from replay.cassette.scrub import scrub_bytes
 from replay.redact.redactor import Redactor, current_redactor
 from replay.redact.substrings import Substrings
 
@@ -113,6 +113,14 @@ class SentAgain:
             return False
         return True
 
+    def logged_body(
+        self, keys: RequestKeys, normalizer: Normalizer, method: str, path: str, request: RecordedRequest
+    ) -> KeyedOnRead:
+        """What the log keeps for the request `sent_again` just told (read under its home and
+        redactor)."""
+        assert self._home is not None and self._redactor is not None
+        return KeyedOnRead(keys, normalizer, method, path, request, home=self._home, redactor=self._redactor)
+
     def _start_over(self, redactor: Redactor) -> None:
         # What is usable depends on the redactor's credentials.
         forms = redactor.known_forms()
@@ -170,11 +178,17 @@ class SentAgain:
             keys.add(key)
             value = recorded[key]
             if key == _MESSAGES and type(value) is list and text[colon + 1] == "[":
+                if self._looked_for.in_(text[position:colon]):
+                    raise _Differs
                 start = colon + 2
                 close = self._elements(text, start, value, 0, ends)
                 end = close + 1
             else:
                 parsed, end = _scan(text, colon + 1)
+                # The raw text is what scrubbing reads (a credential in the key, an escape that
+                # writes one), the canonical text what the normalizer reads.
+                if self._looked_for.in_(text[position:end]):
+                    raise _Differs
                 if self._member(key, value) != canonical_json_of_parsed(parsed):
                     raise _Differs
             if text[end] == "}" and end + 1 == len(text):
@@ -208,7 +222,7 @@ class SentAgain:
                         raise _Differs
                 else:
                     recorded = canonical(messages[index])
-                    if recorded != canonical(parsed) or looked_for(recorded):
+                    if recorded != canonical(parsed) or looked_for(recorded) or looked_for(raw):
                         raise _Differs
                 ends.append(end)
                 index += 1
@@ -238,24 +252,38 @@ class SentAgain:
 
 class KeyedOnRead:
     """A logged body answered by `SentAgain`, normalized and scrubbed as the player keys a body
-    (`parsed`) only when it is read: a replay alone never reads it, the cache audit does."""
+    (`parsed`) only when it is read: a replay alone never reads it, the cache audit does. It is
+    read as it would have been when matched: under that moment's home folder and redactor."""
 
-    __slots__ = ("_keys", "_method", "_normalizer", "_path", "_request")
+    __slots__ = ("_home", "_keys", "_method", "_normalizer", "_path", "_redactor", "_request")
 
     def __init__(
-        self, keys: RequestKeys, normalizer: Normalizer, method: str, path: str, request: RecordedRequest
+        self,
+        keys: RequestKeys,
+        normalizer: Normalizer,
+        method: str,
+        path: str,
+        request: RecordedRequest,
+        *,
+        home: str,
+        redactor: Redactor,
     ) -> None:
         self._keys, self._normalizer = keys, normalizer
         self._method, self._path, self._request = method, path, request
+        self._home, self._redactor = home, redactor
 
     def parsed(self) -> Any:
         """The body as the fingerprint reads it, parsed: what the player logs for a keyed body."""
         body = self._request.body_bytes()  # the same data as the request sent
-        fast = self._keys.key(self._method, self._path, body)
-        if fast is not None:
-            return fast.body.parsed()
-        parsed = parse_body(scrub_bytes(body))
-        return fingerprint_with_body(self._method, self._path, parsed, normalizer=self._normalizer)[1]
+        normalizer = self._normalizer
+        if home_folder() == self._home and current_redactor() is self._redactor:
+            fast = self._keys.key(self._method, self._path, body)
+            if fast is not None:
+                return fast.body.parsed()
+        else:  # the environment changed since: the slow path, under the one of the match
+            normalizer = Normalizer(normalizer.roots, home=self._home)
+        parsed = parse_body(self._redactor.redact_bytes(body))
+        return fingerprint_with_body(self._method, self._path, parsed, normalizer=normalizer)[1]
 
 
 def parsed_log_body(body: NormalizedText | KeyedOnRead) -> Any:

@@ -37,9 +37,9 @@ from replay.cassette.fingerprints import (
 from replay.cassette.interaction import FaultKind, Interaction, RecordedRequest, RecordedResponse
 from replay.cassette.jsondiff import differing_paths
 from replay.cassette.normalized_text import NormalizedText
-from replay.cassette.sent_again import KeyedOnRead, SentAgain, parsed_log_body
 from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
+from replay.cassette.sent_again import KeyedOnRead, SentAgain, parsed_log_body
 from replay.cassette.tool_result_order import tool_results_by_id
 
 __all__ = [
@@ -182,8 +182,8 @@ class CassettePlayer:
         sent_again = self._sent_again(method, path, body)
         if sent_again is not None:
             # The next recorded request sent again: its fingerprint (see sent_again).
-            request = sent_again.interaction.request
-            key, body_seen = sent_again.fingerprint, KeyedOnRead(self._keys, self._normalizer, method, path, request)
+            request, key = sent_again.interaction.request, sent_again.fingerprint
+            body_seen = self._sent.logged_body(self._keys, self._normalizer, method, path, request)
         elif (fast := self._keys.key(method, path, body)) is not None:
             key, body_seen = fast.fingerprint, fast.body
         else:

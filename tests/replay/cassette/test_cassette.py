@@ -153,6 +153,15 @@ def test_a_whole_agent_session_round_trips_and_keeps_its_fingerprints() -> None:
     ]
 
 
+def test_numbers_equal_in_python_keep_their_own_fingerprints() -> None:
+    # 0.0 == -0.0 == False and 1 == 1.0 == True in Python; not in a fingerprint.
+    values = [0.0, -0.0, 0, False, 1, 1.0, True, 0.0]
+    interactions = [Interaction(request([], temperature=v), sse_response("ok")) for v in values]
+    loaded = loads_cassette(dumps_cassette(Cassette(interactions=interactions)), source_name="zeros.yaml")
+    assert loaded.fingerprints() == [fingerprint("POST", "/v1/messages", i.request.body) for i in interactions]
+    assert len(set(loaded.fingerprints())) == 7
+
+
 def test_a_body_whose_values_look_like_references_round_trips() -> None:
     tricky = request({"$refs": ["m-0000000000000000"]}, tools={"$ref": "t-1"}, system={"$x": 1})
 

@@ -266,3 +266,59 @@ def test_a_recording_folder_written_with_escapes_is_still_found(tmp_path: Path, 
     cassette = saved_and_loaded(bodies, tmp_path, workspace=folder)
     answers = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette, ascii_only=ascii_only)
     assert answers == outcome(keyed_player(cassette, LIVE), cassette, ascii_only=ascii_only) == ["no match"]
+
+
+def test_a_credential_in_a_members_key_is_found_as_the_keyed_path_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = {"model": "m", f"metadata_{CREDENTIAL[1]}": 1, "messages": [{"role": "user", "content": "hi"}]}
+    cassette = saved_and_loaded([body], tmp_path)
+    monkeypatch.setenv(*CREDENTIAL)
+    answers = outcome(CassettePlayer.from_cassette(cassette), cassette)
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette) == ["no match"]
+
+
+def test_a_credential_form_only_the_sent_bytes_hold_is_found_as_the_keyed_path_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The credential's value is the text of a JSON escape; a client that escapes non-ASCII
+    characters sends that text for the recording's "é"."""
+    cassette = saved_and_loaded(session([{"role": "user", "content": "I like café-7Hq2Lx9Vw4"}]), tmp_path)
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "caf\\u00e9-7Hq2Lx9Vw4")
+    answers = outcome(CassettePlayer.from_cassette(cassette), cassette, ascii_only=True)
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette, ascii_only=True) == ["no match"]
+
+
+def test_a_logged_body_read_later_is_the_one_of_the_moment_it_was_matched(tmp_path: Path) -> None:
+    """The home folder moves and a credential appears between the match and the read of the log
+    (a test's patches undone before its trace is taken): the body is the keyed path's, which
+    keyed it when it was matched."""
+    token = "Zq8Wm3Lp0Tx7Vb4K"
+    bodies = [{"model": "m", "messages": [{"role": "user", "content": f"read /work/proj/notes.md, {token}"}]}]
+    cassette = saved_and_loaded(bodies, tmp_path)
+    logged = []
+    for player in (CassettePlayer.from_cassette(cassette), keyed_player(cassette, LIVE)):
+        player.match("POST", "/v1/messages", as_sent(bodies[0]))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HOME", "/work/proj")
+            patch.setenv(CREDENTIAL[0], token)
+            logged.append(json.dumps(player.log[0].body))
+    assert logged[0] == logged[1]
+    assert "/work/proj/notes.md" in logged[0] and token in logged[0]
+
+
+def test_a_key_repeated_in_a_message_plays_as_the_data_it_parses_to(tmp_path: Path) -> None:
+    """The documented difference: a message that repeats a key holds, in the value the parser
+    drops, text the recording does not. Its body is the recording's as data, so it plays as
+    the recorded request (keying its text, scrubbing could replace what the dropped value
+    holds elsewhere); its log is the recording's, scrubbed."""
+    token = "sk-ant-api03-Q7mW2xR9tL4vB8nK"
+    kept = f"id abc{token}"
+    body = {"model": "m", "messages": [{"role": "user", "content": kept}]}
+    cassette = saved_and_loaded([body], tmp_path)
+    sent = b'{"model":"m","messages":[{"role":"user","content":"%s","content":"%s"}]}' % (token.encode(), kept.encode())
+    player = CassettePlayer.from_cassette(cassette)
+    player.match("POST", "/v1/messages", sent)
+    assert player.log[0].fingerprint == cassette.fingerprints()[0]
+    with pytest.raises(CassetteMismatchError):
+        keyed_player(cassette, LIVE).match("POST", "/v1/messages", sent)
