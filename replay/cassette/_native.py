@@ -195,7 +195,6 @@ def decode_native(
     normalizer = _Memoized(normalizer_for(dict(recorded_paths)).roots)
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
-    fingerprints_home = home_folder()  # what computed and compiled fingerprints were computed under
     shared = _Shared()
     for index, raw in enumerate(raw_interactions):
         where = f"interactions[{index}]"
@@ -220,7 +219,7 @@ def decode_native(
         recorded_paths=dict(recorded_paths),
         metadata=dict(metadata),
         computed_fingerprints=computed_fingerprints,
-        fingerprints_home=fingerprints_home,
+        fingerprints_home=home_folder(),  # what they were computed under (a compiled copy's too)
     )
 
 
