@@ -21,8 +21,9 @@ Method
 - *cold*: a cassette's first replay in a process. The interactions are saved as a cassette file;
   each pass runs in a child forked (``bench/fresh_process.py``) before the parent has replayed
   anything, which loads the file (untimed: loading is targets 1 and 4's business) and replays
-  it, so nothing the process keeps between replays is known: every body is keyed from its text
-  and every message's strings are scanned for secrets. The child times a bare pass too (over
+  it, sending the bodies as the client built them (a cassette stores a body's keys sorted), so
+  nothing the process keeps between replays is known: each request is told sent again by its
+  new messages (``replay/cassette/sent_again.py``) or keyed from its text. The child times a bare pass too (over
   objects of its own, in alternating order), and the cold ratio is the children's cold total
   over their bare total; at least 500 requests a repetition (at most 50 children).
 - *bare*: ``httpx2.AsyncClient(transport=httpx2.MockTransport(handler))`` whose handler returns
