@@ -42,7 +42,7 @@ from replay.redact.detectors import PRIVATE_KEY_MARKERS, RAW_HINTS
 from replay.redact.kinds import MIN_SECRET_LENGTH
 from replay.redact.redactor import Redactor, current_redactor
 
-__all__ = ["FastKey", "RequestKeys"]
+__all__ = ["FastKey", "RequestKeys", "piece_verdict"]
 
 _MESSAGES: Final = "messages"
 _MESSAGE_START: Final = b',{"role":'
@@ -357,16 +357,7 @@ class RequestKeys:
     def _new_piece(self, value: Any, raw: str, digest: bytes, redactor: Redactor, key: str | None = None) -> _Piece:
         """A message, or a member ``key`` (its normalized text then starts with the key), whose
         raw text ``raw`` has the SHA-256 ``digest``."""
-        verdicts = _verdicts(redactor)
-        verdict = verdicts.get(digest)
-        if verdict is None:
-            # A member's raw text holds its key. Its long strings are not kept by the redactor's
-            # cache (the verdict is kept for the whole piece, by its digest); its short ones, the
-            # same few names in every message, are.
-            clean = redactor.strings_clean(_long_strings(raw), remember_up_to=_REMEMBERED_LENGTH)
-            escaped = "\\" in raw and ASCII_ESCAPE.search(raw) is not None
-            verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw), escaped]
-            self._remember(verdicts, digest, verdict)
+        verdict = piece_verdict(raw, digest, redactor)
         # `Normalizer.value` without its cache: this piece is normalized once anyway.
         normalized = self._normalizer.text(canonical_json_of_parsed(value))
         if key is not None:
@@ -392,6 +383,23 @@ _VERDICTS: Final[dict[_Verdict, _Verdict]] = {
     for escaped in (False, True)
 }
 _verdict_table: tuple[Redactor | None, dict[bytes, _Verdict]] = (None, {})
+
+
+def piece_verdict(raw: str, digest: bytes, redactor: Redactor) -> tuple[bool, bool, bool]:
+    """What ``redactor`` finds in the JSON text ``raw`` (SHA-256 ``digest``): whether its decoded
+    strings are clean, whether a raw-text detector's hint is in it (`Redactor.may_find_in_raw_text`)
+    and whether it holds `ASCII_ESCAPE`; kept for the process."""
+    verdicts = _verdicts(redactor)
+    verdict = verdicts.get(digest)
+    if verdict is None:
+        # A member's raw text holds its key. Its long strings are not kept by the redactor's
+        # cache (the verdict is kept for the whole piece, by its digest); its short ones, the
+        # same few names in every message, are.
+        clean = redactor.strings_clean(_long_strings(raw), remember_up_to=_REMEMBERED_LENGTH)
+        escaped = "\\" in raw and ASCII_ESCAPE.search(raw) is not None
+        verdict = _VERDICTS[clean, redactor.may_find_in_raw_text(raw), escaped]
+        RequestKeys._remember(verdicts, digest, verdict)
+    return verdict
 
 
 def _verdicts(redactor: Redactor) -> dict[bytes, _Verdict]:

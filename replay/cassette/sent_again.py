@@ -13,9 +13,10 @@ of ``messages``. So when each of those is the recorded one's text:
   (in the whole body for a form that could span two), so a body holding one is keyed and scrubbed
   as before. Any other secret scrubbing would replace is in the recording already, since every
   string of the body is the recording's (but a value the JSON parser drops: a key repeated in an
-  object), where ``replay scrub --check`` reports it. The body the request log keeps is keyed,
-  scrubbed, when it is read (`KeyedOnRead`), under the home folder and credentials of the moment
-  it was matched, so no secret reaches a trace either way.
+  object), where ``replay scrub --check`` reports it. The body the request log keeps is built
+  when it is read, from the recorded data, as the keyed path logs it, scrubbed whole when the
+  redactor may find anything in it (`LoggedBodies`), under the home folder and credentials of
+  the moment it was matched: no secret reaches a trace either way.
 
 How it is told cheaply. An agent loop re-sends its history: the next body repeats the last one's
 text but for its newest messages, and the next recorded body holds the last one's message
@@ -34,6 +35,7 @@ output, say) the player stops looking: the requests after it re-send that messag
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 import re
@@ -41,6 +43,7 @@ from typing import Any, Final
 
 from replay.cassette.fingerprints import (
     Normalizer,
+    canonical_json,
     canonical_json_of_parsed,
     fingerprint_with_body,
     home_folder,
@@ -48,11 +51,11 @@ from replay.cassette.fingerprints import (
 )
 from replay.cassette.interaction import RecordedRequest
 from replay.cassette.normalized_text import NormalizedText
-from replay.cassette.request_keys import RequestKeys
+from replay.cassette.request_keys import piece_verdict
 from replay.redact.redactor import Redactor, current_redactor
 from replay.redact.substrings import Substrings
 
-__all__ = ["KeyedOnRead", "SentAgain", "parsed_log_body"]
+__all__ = ["KeyedOnRead", "LoggedBodies", "SentAgain", "parsed_log_body"]
 
 _MESSAGES: Final = "messages"
 # What separates the pieces of a JSON body: a credential's form holding one could span two.
@@ -82,6 +85,7 @@ class SentAgain:
 
     def __init__(self, recorded: Normalizer, live: Normalizer, fingerprints_home: str | None) -> None:
         self._folders = tuple(root for root, _ in (*recorded.roots, *live.roots) if root)
+        self._bodies_logged = LoggedBodies(live.roots)
         self._home = fingerprints_home
         self._looking = fingerprints_home is not None
         self._redactor: Redactor | None = None
@@ -113,13 +117,11 @@ class SentAgain:
             return False
         return True
 
-    def logged_body(
-        self, keys: RequestKeys, normalizer: Normalizer, method: str, path: str, request: RecordedRequest
-    ) -> KeyedOnRead:
+    def logged_body(self, method: str, path: str, request: RecordedRequest) -> KeyedOnRead:
         """What the log keeps for the request `sent_again` just told (read under its home and
         redactor)."""
         assert self._home is not None and self._redactor is not None
-        return KeyedOnRead(keys, normalizer, method, path, request, home=self._home, redactor=self._redactor)
+        return KeyedOnRead(self._bodies_logged, method, path, request, self._home, self._redactor)
 
     def _start_over(self, redactor: Redactor) -> None:
         # What is usable depends on the redactor's credentials.
@@ -250,40 +252,94 @@ class SentAgain:
         return None if self._looked_for.in_(canonical) else canonical
 
 
-class KeyedOnRead:
-    """A logged body answered by `SentAgain`, normalized and scrubbed as the player keys a body
-    (`parsed`) only when it is read: a replay alone never reads it, the cache audit does. It is
-    read as it would have been when matched: under that moment's home folder and redactor."""
+class LoggedBodies:
+    """The bodies a player's log keeps for the requests told sent again, as the keyed path would
+    have logged them, built when read from the recorded data: each member and message object
+    read once (its canonical text, the redactor's verdict on it, kept for the process by its
+    digest, and its normalized text), each body then a lookup per message. A body with anything
+    the redactor might find in it is scrubbed whole and normalized, as the keyed path does."""
 
-    __slots__ = ("_home", "_keys", "_method", "_normalizer", "_path", "_redactor", "_request")
+    def __init__(self, roots: tuple[tuple[str, str], ...]) -> None:
+        self._roots = roots
+        self._context: tuple[str, Redactor] | None = None
+        self._normalizer = Normalizer(roots)
+        # id of a recorded member value or message -> (it, its normalized text or None: suspect)
+        self._texts: dict[int, tuple[Any, str | None]] = {}
+        self._names: dict[str, str | None] = {}  # a member's key -> its canonical text, None: suspect
+
+    def parsed(self, method: str, path: str, request: RecordedRequest, home: str, redactor: Redactor) -> Any:
+        """``request``'s body as the fingerprint reads it under ``home`` and ``redactor``, parsed."""
+        if self._context != (home, redactor):
+            self._context = (home, redactor)
+            self._normalizer = Normalizer(self._roots, home=home)
+            self._texts.clear()
+            self._names.clear()
+        body: dict[str, Any] = request.body
+        members: list[str | tuple[str, ...]] = []
+        for key in sorted(body):
+            value = body[key]
+            if key == _MESSAGES and type(value) is list:
+                elements = tuple(self._text(item, redactor) for item in value)
+                if None in elements:
+                    return self._scrubbed(method, path, request, redactor)
+                members.append(elements)  # type: ignore[arg-type]  # no None left
+            else:
+                text, name = self._text(value, redactor), self._name(key, redactor)
+                if text is None or name is None:
+                    return self._scrubbed(method, path, request, redactor)
+                members.append(f"{name}:{text}")
+        return NormalizedText(tuple(members)).parsed()
+
+    def _name(self, key: str, redactor: Redactor) -> str | None:
+        """A member's key as its normalized text starts, None when it is suspect."""
+        name = self._names.get(key, "")
+        if name == "":
+            canonical = canonical_json(key)
+            name = self._names[key] = canonical if _clean(canonical, redactor) else None
+        return name
+
+    def _text(self, value: Any, redactor: Redactor) -> str | None:
+        known = self._texts.get(id(value))
+        if known is None or known[0] is not value:
+            canonical = canonical_json_of_parsed(value)
+            text = self._normalizer.json_text(canonical) if _clean(canonical, redactor) else None
+            if len(self._texts) >= _TEXTS_KEPT:
+                self._texts.clear()
+            known = self._texts[id(value)] = (value, text)
+        return known[1]
+
+    def _scrubbed(self, method: str, path: str, request: RecordedRequest, redactor: Redactor) -> Any:
+        parsed = parse_body(redactor.redact_bytes(request.body_bytes()))
+        return fingerprint_with_body(method, path, parsed, normalizer=self._normalizer)[1]
+
+
+def _clean(canonical: str, redactor: Redactor) -> bool:
+    """Whether ``redactor`` certainly finds nothing in the JSON text ``canonical``."""
+    clean, suspect, _ = piece_verdict(canonical, hashlib.sha256(canonical.encode()).digest(), redactor)
+    return clean and not suspect
+
+
+# Member values and messages whose normalized texts a player keeps for its log (a long session
+# has a few thousand); past it, they are read again.
+_TEXTS_KEPT: Final = 100_000
+
+
+class KeyedOnRead:
+    """A logged body answered by `SentAgain`, built (`parsed`) only when it is read: a replay
+    alone never reads it, the cache audit does. It is read as it would have been when matched:
+    under that moment's home folder and redactor."""
+
+    __slots__ = ("_bodies", "_home", "_method", "_path", "_redactor", "_request")
 
     def __init__(
-        self,
-        keys: RequestKeys,
-        normalizer: Normalizer,
-        method: str,
-        path: str,
-        request: RecordedRequest,
-        *,
-        home: str,
-        redactor: Redactor,
+        self, bodies: LoggedBodies, method: str, path: str, request: RecordedRequest, home: str, redactor: Redactor
     ) -> None:
-        self._keys, self._normalizer = keys, normalizer
-        self._method, self._path, self._request = method, path, request
+        self._bodies, self._method, self._path, self._request = bodies, method, path, request
         self._home, self._redactor = home, redactor
 
     def parsed(self) -> Any:
         """The body as the fingerprint reads it, parsed: what the player logs for a keyed body."""
-        body = self._request.body_bytes()  # the same data as the request sent
-        normalizer = self._normalizer
-        if home_folder() == self._home and current_redactor() is self._redactor:
-            fast = self._keys.key(self._method, self._path, body)
-            if fast is not None:
-                return fast.body.parsed()
-        else:  # the environment changed since: the slow path, under the one of the match
-            normalizer = Normalizer(normalizer.roots, home=self._home)
-        parsed = parse_body(self._redactor.redact_bytes(body))
-        return fingerprint_with_body(self._method, self._path, parsed, normalizer=normalizer)[1]
+        return self._bodies.parsed(self._method, self._path, self._request, self._home, self._redactor)
 
 
 def parsed_log_body(body: NormalizedText | KeyedOnRead) -> Any:

@@ -183,7 +183,7 @@ class CassettePlayer:
         if sent_again is not None:
             # The next recorded request sent again: its fingerprint (see sent_again).
             request, key = sent_again.interaction.request, sent_again.fingerprint
-            body_seen = self._sent.logged_body(self._keys, self._normalizer, method, path, request)
+            body_seen = self._sent.logged_body(method, path, request)
         elif (fast := self._keys.key(method, path, body)) is not None:
             key, body_seen = fast.fingerprint, fast.body
         else:
