@@ -96,6 +96,11 @@ class SentAgain:
         self._members: dict[str, tuple[Any, str | None]] = {}
         self._last: _Told | None = None
 
+    @property
+    def looking(self) -> bool:
+        """Whether a request may still be told sent again (not after the first that was not)."""
+        return self._looking
+
     def sent_again(self, request: RecordedRequest, method: str, path: str, body: bytes) -> bool:
         """Whether ``body`` is ``request``'s body as data, which then gives it its fingerprint."""
         recorded = request.body

@@ -210,6 +210,8 @@ class CassettePlayer:
     def _sent_again(self, method: str, path: str, body: bytes) -> _Recorded | None:
         """The first unplayed recorded request when this one is it sent again (`SentAgain`),
         else None."""
+        if not self._sent.looking:
+            return None
         played, start = self._played, self._unplayed_from
         while start < len(played) and played[start]:
             start += 1
