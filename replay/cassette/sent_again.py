@@ -8,15 +8,20 @@ of ``messages``. So when each of those is the recorded one's text:
 - both normalizers (the recording's folders and this run's) leave a text holding none of their
   folders to the same steps, and those read the home folder, which is checked to be the one the
   recorded fingerprints were computed under: they give the recorded normalized text;
-- scrubbing the body changes nothing unless it holds what the redactor calls a secret. A form of
-  this environment's credentials is looked for in the raw text of each new member and message
-  (in the whole body for a form that could span two), so a body holding one is keyed and scrubbed
-  as before. Any other secret scrubbing would replace is in the recording already, since every
-  string of the body is the recording's (but a value the JSON parser drops: a key repeated in an
-  object), where ``replay scrub --check`` reports it. The body the request log keeps is built
-  when it is read, from the recorded data, as the keyed path logs it, scrubbed whole when the
-  redactor may find anything in it (`LoggedBodies`), under the home folder and credentials of
-  the moment it was matched: no secret reaches a trace either way.
+- scrubbing the body changes nothing unless the redactor finds something in it. Its raw-text
+  detectors (tokens, private keys, this environment's credentials) read the text the client
+  sent, as the keyed path has them read it: wherever one's hint is in a new member or message (a
+  hint holds no character that separates them, so one in the body is in one of them), the whole
+  text; a credential's form is also looked for in each new member's raw text, key included, and
+  in the whole body when it could span two. A body they find anything in is keyed and scrubbed.
+  What its decoded-string detectors (keywords, high entropy) could find is in strings of the
+  data the text parses to, which are the recording's (the keyed path's scrub reads that data
+  too): the one difference is a recording that holds such a secret, a request the keyed path
+  would scrub into another and this one answers as recorded; ``replay scrub --check`` reports
+  the cassette. The body the request log keeps is built when it is read, from the recorded
+  data, as the keyed path logs it, scrubbed whole where a decoded-string detector finds anything
+  (`LoggedBodies`), under the home folder and credentials of the moment it was matched: no
+  secret reaches a trace either way.
 
 How it is told cheaply. An agent loop re-sends its history: the next body repeats the last one's
 text but for its newest messages, and the next recorded body holds the last one's message
@@ -74,10 +79,14 @@ class _Told:
     messages starts (after ``[``, -1 when it has none) and closes (its ``]``), and where each
     element of the list ends."""
 
-    __slots__ = ("close", "ends", "recorded", "start", "text")
+    __slots__ = ("close", "ends", "recorded", "start", "suspect", "text")
 
-    def __init__(self, text: str, recorded: dict[str, Any], start: int, close: int, ends: list[int]) -> None:
+    def __init__(
+        self, text: str, recorded: dict[str, Any], start: int, close: int, ends: list[int], suspect: bool
+    ) -> None:
         self.text, self.recorded, self.start, self.close, self.ends = text, recorded, start, close, ends
+        # A raw-text detector's hint may be in the text (`Redactor.may_find_in_raw_text`).
+        self.suspect = suspect
 
 
 class SentAgain:
@@ -116,7 +125,13 @@ class SentAgain:
                 raise _Differs
             text = body.decode("utf-8")
             told = self._following(text, recorded) if self._last is not None else None
-            self._last = told or self._read_whole(text, recorded)
+            told = told or self._read_whole(text, recorded)
+            # What the raw-text detectors find depends on the text's layout (a pattern reaches
+            # across strings, in the client's key order): they read the text the client sent, as
+            # the keyed path does, wherever one's hint is.
+            if told.suspect and self._redactor.detect_in_raw_text(text):  # type: ignore[union-attr]
+                raise _Differs
+            self._last = told
         except (_Differs, UnicodeDecodeError, StopIteration, IndexError, ValueError, RecursionError):
             self._looking, self._last = False, None
             return False
@@ -166,7 +181,8 @@ class SentAgain:
         tail = last.text[last.close :]
         if len(text) - len(tail) != close or not text.endswith(tail):
             return None
-        return _Told(text, recorded, last.start, close, ends)
+        suspect = last.suspect or self._redactor.may_find_in_raw_text(text[cut:close])  # type: ignore[union-attr]
+        return _Told(text, recorded, last.start, close, ends, suspect)
 
     def _read_whole(self, text: str, recorded: dict[str, Any]) -> _Told:
         """The body read member by member, each compared with the recorded one's."""
@@ -205,7 +221,7 @@ class SentAgain:
             position = end + 1
         if len(keys) != len(recorded):
             raise _Differs
-        return _Told(text, recorded, start, close, ends)
+        return _Told(text, recorded, start, close, ends, self._redactor.may_find_in_raw_text(text))  # type: ignore[union-attr]
 
     def _elements(self, text: str, position: int, messages: list[Any], index: int, ends: list[int]) -> int:
         """Reads the list's elements from ``position`` (after its ``[``, or after its element
@@ -319,9 +335,11 @@ class LoggedBodies:
 
 
 def _clean(canonical: str, redactor: Redactor) -> bool:
-    """Whether ``redactor`` certainly finds nothing in the JSON text ``canonical``."""
-    clean, suspect, _ = piece_verdict(canonical, hashlib.sha256(canonical.encode()).digest(), redactor)
-    return clean and not suspect
+    """Whether ``redactor``'s decoded-string detectors find nothing in the JSON text ``canonical``
+    (its raw-text detectors found nothing in the text the request was sent as, or it would not
+    have been told sent again)."""
+    clean, _, _ = piece_verdict(canonical, hashlib.sha256(canonical.encode()).digest(), redactor)
+    return clean
 
 
 # Member values and messages whose normalized texts a player keeps for its log (a long session

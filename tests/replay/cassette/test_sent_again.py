@@ -5,7 +5,6 @@ its log never holds a secret."""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import tempfile
@@ -45,16 +44,27 @@ def session(messages: list[Any]) -> list[dict[str, Any]]:
     return [{"model": "m", "max_tokens": 10, "messages": messages[: n + 1]} for n in range(len(messages))]
 
 
-def saved_and_loaded(bodies: list[dict[str, Any]], folder: Path, **recorded_paths: str) -> Cassette:
-    interactions = [
+def _interactions(bodies: list[dict[str, Any]]) -> list[Interaction]:
+    return [
         Interaction(
             RecordedRequest(method="POST", uri=URI, body=body),
             RecordedResponse(status=200, kind=BodyKind.JSON, body={"n": n}),
         )
         for n, body in enumerate(bodies)
     ]
+
+
+def saved_and_loaded(bodies: list[dict[str, Any]], folder: Path, **recorded_paths: str) -> Cassette:
     path = folder / "cassette.yaml"
-    save_cassette(Cassette(interactions=interactions, recorded_paths=recorded_paths), path)
+    save_cassette(Cassette(interactions=_interactions(bodies), recorded_paths=recorded_paths), path)
+    return load_cassette(path)
+
+
+def hostile_cassette(bodies: list[dict[str, Any]], folder: Path) -> Cassette:
+    """A cassette written by another tool, without our scrub, and loaded."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "hostile.yaml"
+    path.write_text(_HEADER + dump_yaml(encode_native(Cassette(interactions=_interactions(bodies)))) + _FOOTER)
     return load_cassette(path)
 
 
@@ -184,13 +194,8 @@ def test_after_a_request_with_other_bytes_the_player_keys_every_request(tmp_path
 def test_a_secret_in_a_recording_never_reaches_the_log(tmp_path: Path) -> None:
     """A hostile cassette holds a password in clear (edited in after the recording's scrub): the
     request that sends it again plays by its bytes, and the body its log gives is scrubbed."""
-    [interaction] = saved_and_loaded(session([{"role": "user", "content": "config"}]), tmp_path).interactions
     secret = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": f'password = "{PASSWORD}"'}]}
-    request = dataclasses.replace(interaction.request, body=secret)
-    hostile = Cassette(interactions=[Interaction(request, interaction.response)])
-    cassette_file = tmp_path / "hostile.yaml"  # written by another tool, without our scrub
-    cassette_file.write_text(_HEADER + dump_yaml(encode_native(hostile)) + _FOOTER)
-    cassette = load_cassette(cassette_file)
+    cassette = hostile_cassette([secret], tmp_path)
     body = cassette.interactions[0].request.body_bytes()
     assert PASSWORD.encode() in body
     player = CassettePlayer.from_cassette(cassette)
@@ -300,18 +305,46 @@ def test_a_logged_body_read_later_is_the_one_of_the_moment_it_was_matched(tmp_pa
     assert "/work/proj/notes.md" in logged[0] and token in logged[0]
 
 
-def test_a_key_repeated_in_a_message_plays_as_the_data_it_parses_to(tmp_path: Path) -> None:
-    """The documented difference: a message that repeats a key holds, in the value the parser
-    drops, text the recording does not. Its body is the recording's as data, so it plays as
-    the recorded request (keying its text, scrubbing could replace what the dropped value
-    holds elsewhere); its log is the recording's, scrubbed."""
-    token = "sk-ant-api03-Q7mW2xR9tL4vB8nK"
-    kept = f"id abc{token}"
+def test_a_key_repeated_in_a_message_plays_as_the_keyed_path_plays_it(tmp_path: Path) -> None:
+    """A message that repeats a key holds, in the value the parser drops, text the recording
+    does not: a password there, whose value is also in the kept one, is not scrubbed by the keyed
+    path either (it scrubs the data the text parses to)."""
+    kept = f"{PASSWORD} is it"
     body = {"model": "m", "messages": [{"role": "user", "content": kept}]}
     cassette = saved_and_loaded([body], tmp_path)
-    sent = b'{"model":"m","messages":[{"role":"user","content":"%s","content":"%s"}]}' % (token.encode(), kept.encode())
-    player = CassettePlayer.from_cassette(cassette)
-    player.match("POST", "/v1/messages", sent)
-    assert player.log[0].fingerprint == cassette.fingerprints()[0]
-    with pytest.raises(CassetteMismatchError):
-        keyed_player(cassette, LIVE).match("POST", "/v1/messages", sent)
+    dropped, kept_text = json.dumps(f'password = "{PASSWORD}"').encode(), json.dumps(kept).encode()
+    sent = b'{"model":"m","messages":[{"role":"user","content":%s,"content":%s}]}' % (dropped, kept_text)
+    assert json.loads(sent) == body
+    answers = []
+    for player in (CassettePlayer.from_cassette(cassette), keyed_player(cassette, LIVE)):
+        player.match("POST", "/v1/messages", sent)
+        answers.append((player.log[0].fingerprint, player.log[0].body))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == cassette.fingerprints()[0]
+
+
+def test_a_secret_the_raw_text_detectors_find_in_the_sent_text_is_found(tmp_path: Path) -> None:
+    """What a raw-text detector finds depends on the text's layout: an AWS secret's pattern
+    reaches from "aws ... key" in one string to the value in the next, in the client's key order
+    and not in the cassette's (sorted); and a token in a value the parser drops. Both are found
+    in the text the client sent, as the keyed path finds them, and never logged."""
+    secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY12"
+    token = "sk-ant-api03-Q7mW2xR9tL4vB8nK"
+    aws = [{"role": "user", "content": [{"text": "my aws key", "a": secret}]}]
+    aws_cassette = hostile_cassette([{"model": "m", "messages": aws}], tmp_path / "aws")
+    token_message = [{"role": "user", "content": f"id abc{token}"}]
+    token_cassette = hostile_cassette([{"model": "m", "messages": token_message}], tmp_path / "token")
+    repeated = b'{"model":"m","messages":[{"role":"user","content":"%s","content":"id abc%s"}]}'
+    cases = [
+        # The client's order puts "text" before "a": the pattern reaches the value there.
+        (aws_cassette, as_sent(aws_cassette.interactions[0].request.body)),
+        (token_cassette, repeated % (token.encode(), token.encode())),
+    ]
+    for cassette, sent in cases:
+        logged = []
+        for player in (CassettePlayer.from_cassette(cassette), keyed_player(cassette, LIVE)):
+            with pytest.raises(CassetteMismatchError):
+                player.match("POST", "/v1/messages", sent)
+            logged.append(json.dumps(player.log[0].body))
+        assert logged[0] == logged[1]
+        assert secret not in logged[0] and token not in logged[0]
