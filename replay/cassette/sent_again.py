@@ -279,16 +279,17 @@ class LoggedBodies:
     """The bodies a player's log keeps for the requests told sent again, as the keyed path would
     have logged them, built when read from the recorded data: each member and message object
     read once (its canonical text, the redactor's verdict on it, kept for the process by its
-    digest, and its normalized text), each body then a lookup per message. A body with anything
-    the redactor might find in it is scrubbed whole and normalized, as the keyed path does."""
+    digest, and its normalized text), each body then a lookup per message. A body in which a
+    decoded-string detector finds anything is scrubbed whole and normalized, as the keyed path
+    does (its raw-text detectors found nothing in the text the request was sent as)."""
 
     def __init__(self, roots: tuple[tuple[str, str], ...]) -> None:
         self._roots = roots
         self._context: tuple[str, Redactor] | None = None
         self._normalizer = Normalizer(roots)
-        # id of a recorded member value or message -> (it, its normalized text or None: suspect)
+        # id of a recorded member value or message -> (it, its normalized text; None: not clean)
         self._texts: dict[int, tuple[Any, str | None]] = {}
-        self._names: dict[str, str | None] = {}  # a member's key -> its canonical text, None: suspect
+        self._names: dict[str, str | None] = {}  # a member's key -> its canonical text; None: not clean
 
     def parsed(self, method: str, path: str, request: RecordedRequest, home: str, redactor: Redactor) -> Any:
         """``request``'s body as the fingerprint reads it under ``home`` and ``redactor``, parsed."""
@@ -314,7 +315,7 @@ class LoggedBodies:
         return NormalizedText(tuple(members)).parsed()
 
     def _name(self, key: str, redactor: Redactor) -> str | None:
-        """A member's key as its normalized text starts, None when it is suspect."""
+        """A member's key as its normalized text starts, None when it is not clean."""
         name = self._names.get(key, "")
         if name == "":
             canonical = canonical_json(key)
