@@ -98,7 +98,7 @@ class SentAgain:
         self._home = fingerprints_home
         self._looking = fingerprints_home is not None
         self._redactor: Redactor | None = None
-        self._looked_for = Substrings(self._folders)
+        self._looked_for = Substrings(())  # built with the redactor, at the first request
         self._plain = False  # what is looked for can be looked for in a plain element's raw text
         self._spanning: tuple[bytes, ...] = ()  # credential forms looked for in the whole body
         # member key -> (the recorded value last read, its canonical text, None when not usable)
