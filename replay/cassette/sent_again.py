@@ -29,10 +29,11 @@ objects (a loaded cassette's content table gives every request of a session the 
 A body that repeats the last body's text up to the messages the recording shares, and after its
 list of messages, is the recorded one when its new elements are; those are parsed and compared
 by their canonical text, each once. Any other body is read whole, member by member. Canonical
-text, not ``==``: ``1 == 1.0 == True`` in Python, not in a fingerprint; but a message whose raw
-text holds no number, no boolean and no ``\\u`` or ``\\/`` escape is compared with ``==``, and its
-raw text looked in for folders and credentials (`_plain_object`: there ``==`` is equality of the
-canonical texts, and the strings are written as the canonical text writes them).
+text, not ``==``: ``1 == 1.0 == True`` in Python, not in a fingerprint; but a message or member
+whose raw text holds no number, no boolean and no ``\\u`` or ``\\/`` escape is compared with ``==``,
+and its raw text looked in for folders and credentials (`_plain_object`, `_plain_value`: there
+``==`` is equality of the canonical texts, and the strings are written as the canonical text
+writes them).
 
 After the first request that is not the next recorded one (this run's folder in a tool's
 output, say) the player stops looking: the requests after it re-send that message.
@@ -212,7 +213,9 @@ class SentAgain:
                 # writes one), the canonical text what the normalizer reads.
                 if self._looked_for.in_(text[position:end]):
                     raise _Differs
-                if self._member(key, value) != canonical_json_of_parsed(parsed):
+                # A plain value's canonical text holds what its raw text does (looked in above).
+                plain = self._plain and _plain_value(text[colon + 1 : end]) and parsed == value
+                if not plain and self._member(key, value) != canonical_json_of_parsed(parsed):
                     raise _Differs
             if text[end] == "}" and end + 1 == len(text):
                 break
@@ -392,3 +395,13 @@ def _plain_object(raw: str) -> bool:
     between its value and a recorded one is equality of their canonical texts (no ``1 == 1.0 ==
     True``), and its string tokens are written as in its canonical text."""
     return raw[0] == "{" and "\\u" not in raw and "\\/" not in raw and _NUMBER_OR_BOOLEAN.search(raw) is None
+
+
+def _plain_value(raw: str) -> bool:
+    """`_plain_object` for a member's value: also a list of the same, a string or null (its
+    value holds only strings, nulls, lists and objects, which ``==`` only a value of their own
+    type: equal, they have the same canonical text)."""
+    if "\\u" in raw or "\\/" in raw:
+        return False
+    first = raw[0]
+    return first == '"' or first == "n" or (first in "{[" and _NUMBER_OR_BOOLEAN.search(raw) is None)

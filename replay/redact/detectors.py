@@ -357,14 +357,21 @@ def environment_credentials(environ: Mapping[str, str]) -> dict[str, str]:
     """The credential values of ``environ``, each with the label of its placeholder (its
     variable's name, ``anthropic-api-key``): variables named like a credential
     (`CREDENTIAL_NAME_WORDS`), and any whose whole value a token or private-key detector flags."""
+    candidates = [(name, value) for name in sorted(environ) if worth_redacting(value := environ[name])]
+    # The detectors' hints looked for in all the values at once: most environments hold none,
+    # and then no value needs looking at one by one (a hint in a value is in the values joined).
+    joined = "\n".join(value for _, value in candidates)
+    any_flagged = raw_hint_in(joined.lower()) or _KEY_MARKERS.in_(joined)
     known: dict[str, str] = {}
-    for name in sorted(environ):
-        value = environ[name]
-        if not worth_redacting(value) or value in known:
+    for name, value in candidates:
+        if value in known:
             continue
-        if any(word in name.upper() for word in CREDENTIAL_NAME_WORDS) or _flagged(value):
+        if _CREDENTIAL_NAME.search(name.upper()) or (any_flagged and _flagged(value)):
             known[value] = name.lower().replace("_", "-")
     return known
+
+
+_CREDENTIAL_NAME: Final = re.compile("|".join(map(re.escape, CREDENTIAL_NAME_WORDS)))
 
 
 def _flagged(value: str) -> bool:

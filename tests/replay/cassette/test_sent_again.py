@@ -232,10 +232,20 @@ def test_a_credential_spanning_two_messages_is_found_as_the_keyed_path_finds_it(
 
 
 # A recorded body holding the number 1 as a member and inside a message, and how it is sent.
-_HOLDING_ONE = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": [{"type": "text", "n": 1}]}]}
+_HOLDING_ONE = {
+    "model": "m",
+    "max_tokens": 1,
+    "stop_sequences": ["x", 1],
+    "metadata": {"n": 1},
+    "messages": [{"role": "user", "content": [{"type": "text", "n": 1}]}],
+}
+_MESSAGE_ONE = b'"messages":[{"role":"user","content":[{"type":"text","n":1}]}]'
 _SENT_HOLDING = {
-    "member": b'{"model":"m","max_tokens":%s,"messages":[{"role":"user","content":[{"type":"text","n":1}]}]}',
-    "message": b'{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","n":%s}]}]}',
+    "member": b'{"model":"m","max_tokens":%s,"stop_sequences":["x",1],"metadata":{"n":1},' + _MESSAGE_ONE + b"}",
+    "list member": b'{"model":"m","max_tokens":1,"stop_sequences":["x",%s],"metadata":{"n":1},' + _MESSAGE_ONE + b"}",
+    "object member": b'{"model":"m","max_tokens":1,"stop_sequences":["x",1],"metadata":{"n":%s},' + _MESSAGE_ONE + b"}",
+    "message": b'{"model":"m","max_tokens":1,"stop_sequences":["x",1],"metadata":{"n":1},'
+    b'"messages":[{"role":"user","content":[{"type":"text","n":%s}]}]}',
 }
 
 
@@ -264,6 +274,23 @@ def test_a_recording_folder_written_with_escapes_is_still_found(tmp_path: Path, 
     cassette = saved_and_loaded(bodies, tmp_path, workspace=folder)
     answers = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette, ascii_only=ascii_only)
     assert answers == outcome(keyed_player(cassette, LIVE), cassette, ascii_only=ascii_only) == ["no match"]
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+@pytest.mark.parametrize("as_list", [False, True])
+def test_a_recording_folder_in_a_member_written_with_escapes_is_still_found(
+    tmp_path: Path, ascii_only: bool, as_list: bool
+) -> None:
+    """The same for a member (the system prompt, a string or a list of blocks) the session
+    re-sends unchanged."""
+    folder = "/work/récit/workspace"
+    system: Any = f"You work in {folder}."
+    if as_list:
+        system = [{"type": "text", "text": system}]
+    bodies = [{"system": system, **body} for body in session([{"role": "user", "content": "hi"}, "ok"])]
+    cassette = saved_and_loaded(bodies, tmp_path, workspace=folder)
+    answers = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette, ascii_only=ascii_only)
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette, ascii_only=ascii_only) == ["no match"] * 2
 
 
 def test_a_credential_in_a_members_key_is_found_as_the_keyed_path_finds_it(

@@ -129,3 +129,40 @@ def test_the_token_plugins_find_the_same_with_the_hint_gate(text: str) -> None:
         for value in detectors._whole_tokens(text, reported)
     ]
     assert sorted(token_values(text)) == sorted(without_the_gate)
+
+
+def _environment_credentials_one_by_one(environ: dict[str, str]) -> dict[str, str]:
+    """`environment_credentials` as it was before the hints were looked for in all values at once."""
+    known: dict[str, str] = {}
+    for name in sorted(environ):
+        value = environ[name]
+        if not detectors.worth_redacting(value) or value in known:
+            continue
+        if any(word in name.upper() for word in detectors.CREDENTIAL_NAME_WORDS) or detectors._flagged(value):
+            known[value] = name.lower().replace("_", "-")
+    return known
+
+
+_PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234567890abcdef\n-----END RSA PRIVATE KEY-----"
+_VALUES = st.lists(
+    st.sampled_from(
+        [
+            *RAW_HINTS, "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "ghp_" + "a1B2" * 9,
+            "AKIAIOSFODNN7EXAMPLE", _PRIVATE_KEY, "PuTTY-User-Key-File-2: ssh-rsa", "PRIVATE", " KEY",
+            "/usr/local/bin:/usr/bin", "en_US.UTF-8", "xterm-256color", "ΣΑΣ", "İstanbul", "\n", "-", "x" * 120,
+        ]
+    ),
+    max_size=4,
+).map("".join)
+_NAMES = st.sampled_from(["PATH", "LANG", "TERM", "HOME", "MY_TOKEN", "db_password", "Auth_Header", "X", "Y", "Z"])
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(environ=st.dictionaries(_NAMES, _VALUES, max_size=8))
+@example(environ={"A": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "B": "plain value here"})
+@example(environ={"A": "x" * 40 + "sk", "B": "-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"})
+@example(environ={"KEYFILE": _PRIVATE_KEY, "OTHER": _PRIVATE_KEY})
+@example(environ={"X": _PRIVATE_KEY, "Y": "en_US.UTF-8"})
+@example(environ={"X": "PuTTY-User-Key-File-2: ssh-rsa " + "x" * 40})
+def test_the_environment_s_credentials_are_found_as_one_value_at_a_time_finds_them(environ: dict[str, str]) -> None:
+    assert detectors.environment_credentials(environ) == _environment_credentials_one_by_one(environ)
