@@ -147,9 +147,22 @@ _PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234567890abcde
 _VALUES = st.lists(
     st.sampled_from(
         [
-            *RAW_HINTS, "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "ghp_" + "a1B2" * 9,
-            "AKIAIOSFODNN7EXAMPLE", _PRIVATE_KEY, "PuTTY-User-Key-File-2: ssh-rsa", "PRIVATE", " KEY",
-            "/usr/local/bin:/usr/bin", "en_US.UTF-8", "xterm-256color", "ΣΑΣ", "İstanbul", "\n", "-", "x" * 120,
+            *RAW_HINTS,
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+            "ghp_" + "a1B2" * 9,
+            "AKIAIOSFODNN7EXAMPLE",
+            _PRIVATE_KEY,
+            "PuTTY-User-Key-File-2: ssh-rsa",
+            "PRIVATE",
+            " KEY",
+            "/usr/local/bin:/usr/bin",
+            "en_US.UTF-8",
+            "xterm-256color",
+            "ΣΑΣ",
+            "İstanbul",
+            "\n",
+            "-",
+            "x" * 120,
         ]
     ),
     max_size=4,
