@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from replay.cassette.parsed_json import parsed_encoder
+from replay.storage.parsed_json import parsed_encoder
 
 __all__ = [
     "IGNORED_QUERY_PARAMETERS",

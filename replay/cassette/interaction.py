@@ -24,7 +24,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from replay.cassette.decoded_on_read import DecodedOnRead
-from replay.cassette.parsed_json import parsed_encoder
+from replay.storage.parsed_json import parsed_encoder
 
 __all__ = [
     "BodyKind",
@@ -217,7 +217,7 @@ def encode_sse_event(event: SseEvent) -> bytes:
 
 # What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on every call.
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# The same for the data of events a cassette's load decodes (`replay.cassette.parsed_json`).
+# The same for the data of events a cassette's load decodes (`replay.storage.parsed_json`).
 _compact_json: Final = parsed_encoder(_COMPACT)
 # A chunk `encode_sse_event` writes for data that is a JSON object or array (compact JSON holds
 # no line break): what `encoded_events` accepts, and all that `_decode_chunk` has to read.

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from replay.storage.parsed_json import parsed_encoder
+
 __all__ = [
     "LOOKBACK_BLOCKS",
     "CacheTtl",
@@ -31,6 +33,7 @@ __all__ = [
     "PrefixPlan",
     "cacheable_blocks",
     "cacheable_prefixes",
+    "count_block_marks",
     "estimate_request_tokens",
     "estimate_tokens",
 ]
@@ -105,12 +108,17 @@ class CacheableBlock:
     @property
     def unmarked(self) -> dict[str, Any]:
         """The block without its ``cache_control``: what the prefix's bytes are made of."""
-        return {key: value for key, value in self.block.items() if key != "cache_control"}
+        return _unmarked(self.block)
 
 
 def cacheable_blocks(request: Mapping[str, Any]) -> tuple[CacheableBlock, ...]:
     """Every cacheable block of ``request`` (a parsed Messages API body), in the API's order."""
     return tuple(CacheableBlock(path=path, block=block, place=tuple(place)) for path, block, place in _blocks(request))
+
+
+def count_block_marks(request: Mapping[str, Any]) -> int:
+    """How many cacheable blocks of ``request`` carry a ``cache_control`` mark (a dict)."""
+    return sum(isinstance(block.get("cache_control"), dict) for _, block, _ in _blocks(request))
 
 
 def estimate_request_tokens(body: Mapping[str, Any]) -> int:
@@ -120,36 +128,55 @@ def estimate_request_tokens(body: Mapping[str, Any]) -> int:
 
 
 def _compact(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return _COMPACT(value).encode()
+
+
+# `json.dumps` with these options, without making an encoder per call (a request's every block
+# is written twice, and an agent loop re-sends its history): bodies here are parsed JSON.
+_COMPACT: Final = parsed_encoder(json.JSONEncoder(separators=(",", ":"), ensure_ascii=False))
+_CANONICAL: Final = parsed_encoder(json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
 def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
     """The prefix at every block boundary of ``request`` (a parsed Messages API body); fields that
     are not lists or blocks where the API expects them are skipped, not guessed at."""
-    blocks = cacheable_blocks(request)
+    blocks = list(_blocks(request))
     automatic = _ttl(request.get("cache_control"))
     hasher = hashlib.sha256()
     size = 0
     prefixes: list[CacheablePrefix] = []
-    for index, block in enumerate(blocks):
-        ttl = _ttl(block.block.get("cache_control"))
+    place_written: tuple[list[Any] | None, str] = (None, "")  # a message's blocks share their place
+    for index, (path, block, place) in enumerate(blocks):
+        mark = block.get("cache_control")
+        ttl = _ttl(mark)
         if ttl is None and automatic is not None and index == len(blocks) - 1:
             ttl = automatic
-        placed = [*block.place, block.unmarked]
-        hasher.update((json.dumps(placed, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+        unmarked = block if mark is None and "cache_control" not in block else _unmarked(block)
+        text = _CANONICAL(unmarked).encode()
+        if place_written[0] is not place:
+            # The canonical text of ``place`` without its closing bracket, and a comma.
+            place_written = (place, "[" + "".join(_CANONICAL(part) + "," for part in place))
+        opening = place_written[1]
+        # The canonical text of ``[*place, unmarked]``, the list written item by item.
+        hasher.update(opening.encode() + text + b"]\n")
         # Tokens count the block as the body carries it, not where it sits: a prefix is then
-        # never longer than the request it starts (`estimate_request_tokens`).
-        size += len(_compact(block.unmarked))
+        # never longer than the request it starts (`estimate_request_tokens`). Its compact text
+        # is as long as its canonical one (the same members, in another order).
+        size += len(text)
         prefixes.append(
             CacheablePrefix(
                 position=index + 1,
-                path=block.path,
+                path=path,
                 digest=hasher.copy().hexdigest(),
                 tokens=size // _BYTES_PER_TOKEN,
                 ttl=ttl,
             )
         )
     return PrefixPlan(prefixes=tuple(prefixes))
+
+
+def _unmarked(block: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in block.items() if key != "cache_control"}
 
 
 def _blocks(request: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], list[Any]]]:

@@ -28,6 +28,7 @@ from replay.prompt_cache.prefixes import (
     CacheablePrefix,
     cacheable_blocks,
     cacheable_prefixes,
+    count_block_marks,
     estimate_request_tokens,
 )
 from replay.trace.request_cache import BreakCause, CacheBreak, RequestCache
@@ -96,7 +97,7 @@ class AuditedRequest:
 def count_cache_marks(body: Mapping[str, Any]) -> int:
     """The ``cache_control`` marks of a body: top level, tools, system blocks, message blocks."""
     marks = int(isinstance(body.get("cache_control"), dict))
-    return marks + sum(isinstance(block.block.get("cache_control"), dict) for block in cacheable_blocks(body))
+    return marks + count_block_marks(body)
 
 
 @dataclass

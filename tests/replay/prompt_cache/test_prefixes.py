@@ -4,11 +4,17 @@ canonical (sorted keys, marks excluded) and hashed, with the fake model's token 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from replay.prompt_cache.prefixes import (
     LOOKBACK_BLOCKS,
     CacheTtl,
+    _ttl,
     cacheable_blocks,
     cacheable_prefixes,
     estimate_tokens,
@@ -117,3 +123,60 @@ def test_the_lookback_reaches_twenty_blocks_longest_first() -> None:
 def test_bodies_without_cacheable_blocks_have_no_prefixes() -> None:
     assert cacheable_prefixes({"model": "m"}).prefixes == ()
     assert cacheable_prefixes({"messages": "not a list", "tools": {"x": 1}}).breakpoints == ()
+
+
+def _prefixes_written_block_by_block(request: dict[str, Any]) -> list[tuple[int, str, str, int, Any]]:
+    """`cacheable_prefixes` as first written: each block as ``json.dumps`` writes ``[*place,
+    unmarked]`` (sorted keys) for the digest and the unmarked block (the body's order) for the size."""
+    blocks = cacheable_blocks(request)
+    automatic = _ttl(request.get("cache_control"))
+    hasher, size, found = hashlib.sha256(), 0, []
+    for index, block in enumerate(blocks):
+        ttl = _ttl(block.block.get("cache_control"))
+        if ttl is None and automatic is not None and index == len(blocks) - 1:
+            ttl = automatic
+        placed = [*block.place, block.unmarked]
+        hasher.update((json.dumps(placed, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+        size += len(json.dumps(block.unmarked, separators=(",", ":"), ensure_ascii=False).encode())
+        found.append((index + 1, block.path, hasher.copy().hexdigest(), size // 4, ttl))
+    return found
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+_MARKS = st.sampled_from([None, {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}, {"type": "other"}])
+_BLOCKS = st.builds(
+    lambda extra, mark, with_mark: {**extra, **({"cache_control": mark} if with_mark else {})},
+    st.dictionaries(st.sampled_from(["type", "text", "input", "name", "é"]), _VALUES, max_size=3),
+    _MARKS,
+    st.booleans(),
+)
+_ROLES = st.sampled_from(["user", "assistant", 1, True, 1.0, None, ["x"], {"r": 1}])
+_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "tools": st.lists(_BLOCKS | _VALUES, max_size=3),
+        "system": st.text(max_size=6) | st.lists(_BLOCKS | _VALUES, max_size=3),
+        "messages": st.lists(
+            st.fixed_dictionaries(
+                {"role": _ROLES, "content": st.text(max_size=6) | st.lists(_BLOCKS | _VALUES, max_size=3)}
+            )
+            | _VALUES,
+            max_size=5,
+        ),
+        "cache_control": _MARKS,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=_BODIES)
+def test_every_prefix_is_the_one_writing_each_block_whole_gives(body: dict[str, Any]) -> None:
+    """Roles equal in Python but not in JSON (``1``, ``True``, ``1.0``), unhashable ones, marks set
+    to null, keys in any order: the same digests and sizes as ``json.dumps`` of each block."""
+    plan = cacheable_prefixes(body)
+    found = [(p.position, p.path, p.digest, p.tokens, p.ttl) for p in plan.prefixes]
+    assert found == _prefixes_written_block_by_block(body)
