@@ -251,7 +251,7 @@ def _fresh_interpreter_state() -> None:
     tempfile.tempdir = None
     fingerprints = sys.modules.get("replay.cassette.fingerprints")
     if fingerprints is not None:
-        fingerprints._TEMP_PATTERN = None  # type: ignore[attr-defined]
+        fingerprints._TEMP_FOLDERS = None  # type: ignore[attr-defined]
 
 
 def _run_main(command: list[str]) -> int:

@@ -7,6 +7,7 @@ The native format, version 1 (docs/cassettes.md has an annotated example)::
     recorded_paths:                     # optional: where the session ran (fingerprints normalize these)
       home: /home/ana                   #   written only when a request body mentions it
       session: /home/ana/sessions/s1
+      temp: /home/ana/tmp               #   TMPDIR, written only when a body names an entry of it
       workspace: /home/ana/sessions/s1/workspace
     content:                            # every message, tools and system value, stored once
       m-1f0c...: {content: Read app.py, role: user}

@@ -7,13 +7,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
-from replay.cassette.fingerprints import Normalizer, fingerprint
+from replay.cassette.fingerprints import Normalizer, fingerprint, replaying
 from replay.cassette.interaction import Interaction
 
 __all__ = [
     "CASSETTE_FORMAT_VERSION",
     "MAX_CASSETTE_BYTES",
     "RECORDED_PATH_KEYS",
+    "TEMP_KEYS",
     "Cassette",
     "CassetteError",
     "CassetteSource",
@@ -22,10 +23,13 @@ __all__ = [
 CASSETTE_FORMAT_VERSION: Final = 1
 # A cassette of a long session is a few MiB; anything near this limit is not a cassette.
 MAX_CASSETTE_BYTES: Final = 512 * 1024 * 1024
-# workspace and session: the folders the session ran in. home: the home folder of the machine
-# that computed the stored fingerprints (the normalizer replaces it), so they recompute the same
-# on any other machine.
-RECORDED_PATH_KEYS: Final = ("workspace", "session", "home")
+# workspace and session: the folders the session ran in. home, temp and temp_resolved: the home
+# and temp folders (the latter also resolved, when it is a link) of the machine that computed the
+# stored fingerprints (the normalizer replaces them), so they recompute the same on any other
+# machine, whatever its HOME and TMPDIR. Each is optional: a cassette without temp is read
+# under the reading process's temp folder, as before the key existed.
+RECORDED_PATH_KEYS: Final = ("workspace", "session", "home", "temp", "temp_resolved")
+TEMP_KEYS: Final = ("temp", "temp_resolved")
 
 
 class CassetteError(ValueError):
@@ -70,6 +74,11 @@ class Cassette:
         """The normalizer of the recording: its workspace, session folder and home."""
         return normalizer_for(self.recorded_paths)
 
+    def replay_normalizer(self, *, workspace: Path | None = None, session_dir: Path | None = None) -> Normalizer:
+        """The normalizer of a run that replays this cassette in ``workspace`` and ``session_dir``:
+        those folders, this process's temp folder and the recording's (see `replaying`)."""
+        return replaying(Normalizer.for_paths(workspace=workspace, session_dir=session_dir), self.normalizer())
+
     def fingerprints(self) -> list[str]:
         """Each interaction's request fingerprint, under `normalizer`."""
         if self.computed_fingerprints is not None and len(self.computed_fingerprints) == len(self.interactions):
@@ -82,14 +91,17 @@ class Cassette:
 
 
 def normalizer_for(recorded_paths: dict[str, str]) -> Normalizer:
-    """`Normalizer.for_paths` of the recorded folders, plus the recorded home as ``<home>``."""
+    """`Normalizer.for_paths` of the recorded folders, plus the recorded home as ``<home>`` and
+    the entries of the recorded temp folder as ``<tmp>`` (without one: this process's)."""
     workspace, session = recorded_paths.get("workspace"), recorded_paths.get("session")
     base = Normalizer.for_paths(
         workspace=Path(workspace) if workspace else None,
         session_dir=Path(session) if session else None,
     )
+    # Taken as written, never resolved here: a link's target on this machine is not the recording's.
+    temp = tuple(recorded_paths[key] for key in TEMP_KEYS if recorded_paths.get(key)) or None
     home = recorded_paths.get("home")
     if not home or home == "/":
-        return base
+        return Normalizer(base.roots, temp=temp)
     # Longest first, as for_paths orders them, so a workspace inside home keeps its placeholder.
-    return Normalizer(tuple(sorted((*base.roots, (home, "<home>")), key=lambda root: -len(root[0]))))
+    return Normalizer(tuple(sorted((*base.roots, (home, "<home>")), key=lambda root: -len(root[0]))), temp=temp)

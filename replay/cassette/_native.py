@@ -37,6 +37,7 @@ from replay.cassette.interaction import (
     encoded_events_from_chunks,
     encoded_raw_events,
 )
+from replay.cassette.machine_folders import with_machine_folders
 from replay.storage.strict_yaml import FlowMap
 
 __all__ = [
@@ -65,7 +66,7 @@ _ONE_LINE_EVENT = 160
 
 def encode_native(cassette: Cassette) -> dict[str, Any]:
     """The document for ``cassette`` (already scrubbed). Raises `FormatProblem`."""
-    recorded_paths = _with_home(cassette)
+    recorded_paths = with_machine_folders(cassette)
     normalizer = normalizer_for(recorded_paths)
     writer = ContentWriter()
     interactions = []
@@ -89,27 +90,6 @@ def encode_native(cassette: Cassette) -> dict[str, Any]:
     document["content"] = writer.table
     document["interactions"] = interactions
     return document
-
-
-def _with_home(cassette: Cassette) -> dict[str, str]:
-    # Fingerprints normalize this machine's home folder; when a body mentions it outside the
-    # recorded folders, record it, so that the stored fingerprints recompute the same elsewhere.
-    paths = dict(cassette.recorded_paths)
-    home = os.path.expanduser("~")
-    if "home" in paths or home in ("", "/"):
-        return paths
-    roots = normalizer_for(paths).roots
-    for interaction in cassette.interactions:
-        body = interaction.request.body
-        text = "" if body is None else body if isinstance(body, str) else canonical_json(body)
-        if home not in text:
-            continue
-        for root, placeholder in roots:
-            text = text.replace(root, placeholder)
-        if home in text:
-            paths["home"] = home
-            break
-    return paths
 
 
 def _headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -192,7 +172,8 @@ def decode_native(
     if count is None and isinstance(raw_interactions, list):
         count = len(raw_interactions)
     known = fingerprints if fingerprints is not None and len(fingerprints) == count else None
-    normalizer = _Memoized(normalizer_for(dict(recorded_paths)).roots)
+    recording = normalizer_for(dict(recorded_paths))
+    normalizer = _Memoized(recording.roots, temp=recording.temp)
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
     shared = _Shared()

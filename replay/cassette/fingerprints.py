@@ -3,21 +3,25 @@
 A fingerprint is the SHA-256 of the method, the URL path and query and the canonical JSON of the
 body (sorted keys, compact) after normalization: the workspace, home and temp paths, UUIDs,
 timestamps and durations become placeholders, so a session recorded in one folder on one day
-replays in another folder on another day. The query parameter ``beta=true`` is left out
-(`route_key`): older SDKs and the Claude Code CLI add it to ``/v1/messages`` for the same request
-that anthropic 2.x sends without it; every other query parameter counts. Headers never take part (they vary by machine,
-attempt and SDK version). The body's key order never matters either: the SDK's ``create()``
-and ``stream()`` order keys differently.
+replays in another folder on another day. The temp folder is the process's own (TMPDIR) for a
+live request and the recording's for a recorded one (`Normalizer.temp`, from the cassette's
+``recorded_paths``), so a session recorded under one TMPDIR replays under any other.
+
+The query parameter ``beta=true`` is left out (`route_key`): older SDKs and the Claude Code CLI
+add it to ``/v1/messages`` for the same request that anthropic 2.x sends without it; every other
+query parameter counts. Headers never take part (they vary by machine, attempt and SDK version).
+The body's key order never matters either: the SDK's ``create()`` and ``stream()`` order keys
+differently.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -26,6 +30,7 @@ from replay.storage.parsed_json import parsed_encoder
 
 __all__ = [
     "IGNORED_QUERY_PARAMETERS",
+    "TEMP_PLACEHOLDER",
     "Normalizer",
     "canonical_json",
     "canonical_json_of_parsed",
@@ -34,12 +39,17 @@ __all__ = [
     "fingerprint_with_body",
     "home_folder",
     "parse_body",
+    "replaying",
     "route_key",
+    "temp_folders",
+    "temp_folders_apart",
+    "temp_paths",
 ]
 
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])")
 _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|seconds?)\b")
+TEMP_PLACEHOLDER: Final = "<tmp>"
 # Temp folders of the usual platforms: the folder right under the temp root varies per run.
 _TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/var/folders")
 # Literal-led patterns every match of the pattern above contains: a text without one is left as
@@ -84,9 +94,15 @@ class Normalizer:
     roots: tuple[tuple[str, str], ...] = ()
     # The home folder replaced with <home>; None: `home_folder()` at each call.
     home: str | None = None
+    # The temp folders (as given and resolved) whose entries become <tmp>, besides the usual temp
+    # roots: a recording's, so that its fingerprints do not depend on the TMPDIR of the machine
+    # reading it. None: this process's (`temp_folders`), as for a live request.
+    temp: tuple[str, ...] | None = None
     # Normalized text of values already seen: an agent loop re-sends its whole history, so
     # each request brings only a few new messages to normalize.
     _seen: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # The last `_Steps` used, with the home and temp folders it was built for.
+    _last: list[_Steps] = field(default_factory=list, compare=False, hash=False, repr=False)
 
     @classmethod
     def for_paths(cls, *, workspace: Path | None = None, session_dir: Path | None = None) -> Normalizer:
@@ -100,14 +116,15 @@ class Normalizer:
 
     def text(self, text: str) -> str:
         """``text`` with every varying part replaced by its placeholder."""
-        for path, placeholder in self.roots:
-            if path and path in text:
-                text = text.replace(path, placeholder)
         home = home_folder() if self.home is None else self.home
-        if home not in ("", "/") and home in text:
-            text = text.replace(home, "<home>")
+        temp = self.temp or _TEMP_FOLDERS or temp_folders()
+        last = self._last
+        steps = last[0] if last and last[0].home is home and last[0].temp_folders is temp else self._steps(home, temp)
+        for path, placeholder, entries in steps.folders:
+            if path in text:
+                text = text.replace(path, placeholder) if entries is None else entries.sub(TEMP_PLACEHOLDER, text)
         if "/" in text:
-            text = _temp_paths().sub("<tmp>", text)
+            text = steps.temp.sub(TEMP_PLACEHOLDER, text)
         if _UUID_HINT.search(text):
             text = _UUID.sub("<uuid>", text)
         if _TIMESTAMP_HINT.search(text):
@@ -115,6 +132,20 @@ class Normalizer:
         if (_ASCII_DURATION_HINT if text.isascii() else _DURATION_HINT).search(text):
             text = _DURATION.sub("<duration>", text)
         return text
+
+    def temp_folders(self) -> tuple[str, ...]:
+        """The temp folders this normalizer reads: its own, or this process's (`temp_folders`)."""
+        return self.temp or temp_folders()
+
+    def temp_roots(self) -> tuple[str, ...]:
+        """The folders whose entries this normalizer replaces with ``<tmp>``, longest first."""
+        return _temp_roots(self.temp_folders())
+
+    def _steps(self, home: str, temp: tuple[str, ...]) -> _Steps:
+        # Built once per home and temp folder (the last kept on the normalizer: a hit is two `is`).
+        steps = _steps(self.roots, home, temp)
+        self._last[:] = [steps]
+        return steps
 
     def body(self, body: Any) -> str:
         """The canonical, normalized text of a request body. Equal to normalizing the body's
@@ -186,7 +217,7 @@ def digest_normalized(method: str, path: str, normalized: str, *, whole_query: b
     return digest.hexdigest()
 
 
-_TEMP_PATTERN: re.Pattern[str] | None = None
+_TEMP_FOLDERS: tuple[str, ...] | None = None
 _HOME: tuple[str, str] | None = None  # $HOME and what ``~`` expands to with it
 
 
@@ -203,13 +234,79 @@ def home_folder() -> str:
     return known[1]
 
 
-def _temp_paths() -> re.Pattern[str]:
-    global _TEMP_PATTERN
-    if _TEMP_PATTERN is None:
-        roots: Iterable[str] = {*_TEMP_ROOTS, tempfile.gettempdir().rstrip("/")}
-        alternatives = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True) if root)
-        _TEMP_PATTERN = re.compile(rf"(?:{alternatives})/[^\s\"'/\\]+")
-    return _TEMP_PATTERN
+def temp_folders() -> tuple[str, ...]:
+    """This process's temp folder (``tempfile.gettempdir()``, read once), as given and resolved:
+    a recording's tools may print either (``mktemp`` the first, ``pwd`` the second)."""
+    global _TEMP_FOLDERS
+    if _TEMP_FOLDERS is None:
+        folder = tempfile.gettempdir()
+        _TEMP_FOLDERS = tuple(dict.fromkeys((folder, os.path.realpath(folder))))
+    return _TEMP_FOLDERS
+
+
+def temp_paths(folders: tuple[str, ...]) -> re.Pattern[str]:
+    """An entry of the usual temp roots or of ``folders`` (the folder right under one, which
+    varies per run), as `Normalizer.text` replaces it with ``<tmp>``."""
+    return _entries(_temp_roots(folders))
+
+
+def replaying(live: Normalizer, recorded: Normalizer) -> Normalizer:
+    """``live`` (this run's folders) that also replaces the entries of the recording's temp
+    folder: an answer replayed from the cassette that names one (a file the model made there)
+    comes back in the next request as the recording wrote it, whatever this run's TMPDIR."""
+    if recorded.temp is None or set(recorded.temp_roots()) <= set(live.temp_roots()):
+        return live
+    return Normalizer(live.roots, live.home, temp=tuple(dict.fromkeys((*live.temp_folders(), *recorded.temp))))
+
+
+def temp_folders_apart(first: Normalizer, second: Normalizer) -> tuple[str, ...]:
+    """The temp folders whose entries one normalizer replaces and the other does not (none when
+    both read the same temp folder, as a recording and its replay on one machine do)."""
+    return tuple(sorted(set(first.temp_roots()).symmetric_difference(second.temp_roots())))
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """How `Normalizer.text` replaces folders under one home and temp folder: ``folders`` in
+    order (path, placeholder, and for a temp root the pattern of its entries), then ``temp``."""
+
+    home: str
+    temp_folders: tuple[str, ...]
+    folders: tuple[tuple[str, str, re.Pattern[str] | None], ...]
+    temp: re.Pattern[str]
+
+
+@functools.lru_cache(maxsize=64)
+def _steps(roots: tuple[tuple[str, str], ...], home: str, temp: tuple[str, ...]) -> _Steps:
+    folders = [(path, placeholder) for path, placeholder in roots if path]
+    if home not in ("", "/"):
+        folders.append((home, "<home>"))
+    temp_roots = _temp_roots(temp)
+    # Longest first: a temp root inside another folder (TMPDIR=~/tmp) is replaced before that
+    # folder, so its entries become <tmp> as they do under any other TMPDIR; a folder inside the
+    # temp root (the session's workspace) is replaced before it, as it comes first anyway.
+    inside: dict[int, list[str]] = {}
+    for root in temp_roots:
+        index = next((i for i, (path, _) in enumerate(folders) if root.startswith(path.rstrip("/") + "/")), None)
+        if index is not None:
+            inside.setdefault(index, []).append(root)
+    ordered: list[tuple[str, str, re.Pattern[str] | None]] = []
+    for index, (path, placeholder) in enumerate(folders):
+        ordered.extend((root + "/", TEMP_PLACEHOLDER, _entries((root,))) for root in inside.get(index, ()))
+        ordered.append((path, placeholder, None))
+    return _Steps(home, temp, tuple(ordered), _entries(temp_roots))
+
+
+@functools.lru_cache(maxsize=64)
+def _temp_roots(folders: tuple[str, ...]) -> tuple[str, ...]:
+    roots = {*_TEMP_ROOTS, *(folder.rstrip("/") for folder in folders)}
+    return tuple(sorted((root for root in roots if root), key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _entries(roots: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(root) for root in roots)
+    return re.compile(rf"(?:{alternatives})/[^\s\"'/\\]+")
 
 
 def parse_body(body: bytes) -> Any:

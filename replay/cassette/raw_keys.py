@@ -4,8 +4,9 @@ anything is decoded, split or normalized.
 
 What `RequestKeys` gives a body is a function of the method, the path, the body's bytes, the
 normalizer and the redactor (which finds the secrets that keep a body off the fast path). The
-normalizer reads the process's home folder and temp roots, and its own ``roots`` (the run's
-workspace and session folders). So a key is kept with the home folder and the redactor, and:
+normalizer reads the process's home folder and temp folder, and its own ``roots`` (the run's
+workspace and session folders). So a key is kept with the home and temp folders and the
+redactor, and:
 
 - *with its roots* (`Normalizer.roots`) when one of them may be in the body: it answers only a
   normalizer with the same roots;
@@ -61,10 +62,10 @@ class RawBodyKeys:
     module's docstring)."""
 
     def __init__(self) -> None:
-        # (home, redactor) -> digest -> key, for bodies none of whose run's roots can be in them
-        self._free: dict[tuple[str, Redactor], _Table] = {}
-        # (home, redactor, roots) -> digest -> key, for the others
-        self._rooted: dict[tuple[str, Redactor, tuple[tuple[str, str], ...]], _Table] = {}
+        # (home, temp, redactor) -> digest -> key, for bodies none of whose run's roots can be in them
+        self._free: dict[tuple[str, tuple[str, ...], Redactor], _Table] = {}
+        # (home, temp, redactor, roots) -> digest -> key, for the others
+        self._rooted: dict[tuple[str, tuple[str, ...], Redactor, tuple[tuple[str, str], ...]], _Table] = {}
         self._entries = 0
         self._characters = 0
         self._lock = threading.Lock()
@@ -78,12 +79,12 @@ class RawBodyKeys:
 
     def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> _Key | None:
         """The (fingerprint, normalized text) kept for this body, or None."""
-        home = home_folder()
-        rooted = self._rooted.get((home, redactor, normalizer.roots))
+        home, temp = home_folder(), normalizer.temp_folders()
+        rooted = self._rooted.get((home, temp, redactor, normalizer.roots))
         found = rooted.get(digest) if rooted is not None else None
         if found is not None:
             return found
-        free = self._free.get((home, redactor))
+        free = self._free.get((home, temp, redactor))
         found = free.get(digest) if free is not None else None
         # A key kept without roots was kept because no escape could hide one in its body.
         if found is not None and _roots_absent(normalizer, body, escaped=False):
@@ -95,14 +96,14 @@ class RawBodyKeys:
     ) -> None:
         """Keep ``key`` (fingerprint, normalized text) for this body under this normalizer.
         ``escaped``: whether `ASCII_ESCAPE` is in the body (its caller read it piece by piece)."""
-        home = home_folder()
+        home, temp = home_folder(), normalizer.temp_folders()
         with self._lock:
             if self._entries >= _ENTRY_LIMIT or self._characters >= _CHARACTER_LIMIT:
                 self.clear()
             if _roots_absent(normalizer, body, escaped=escaped):
-                table = _table(self._free, (home, redactor))
+                table = _table(self._free, (home, temp, redactor))
             else:
-                table = _table(self._rooted, (home, redactor, normalizer.roots))
+                table = _table(self._rooted, (home, temp, redactor, normalizer.roots))
             if digest not in table:
                 table[digest] = key
                 self._entries += 1

@@ -127,7 +127,7 @@ class CassetteRecorder:
             self._existing = load_cassette(self.path) if exists else None
             self.rewrite = CassetteRewrite(
                 self._existing,
-                normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
+                normalizer=self._live_normalizer(),
                 on_divergence=self._on_divergence,
             )
             self._start_vcr()
@@ -172,6 +172,12 @@ class CassetteRecorder:
         from, so a count does not move with the folder a session runs in."""
         normalized: dict[str, Any] = json.loads(self._body_normalizer.body(body))
         return normalized
+
+    def _live_normalizer(self) -> Normalizer:
+        # This run's folders, and the existing cassette's temp folder (`Cassette.replay_normalizer`).
+        if self._existing is None:
+            return Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir)
+        return self._existing.replay_normalizer(workspace=self.workspace, session_dir=self.session_dir)
 
     @functools.cached_property
     def _body_normalizer(self) -> Normalizer:

@@ -54,6 +54,7 @@ from replay.cassette.fingerprints import (
     fingerprint_with_body,
     home_folder,
     parse_body,
+    temp_folders_apart,
 )
 from replay.cassette.interaction import RecordedRequest
 from replay.cassette.normalized_text import NormalizedText
@@ -94,7 +95,10 @@ class SentAgain:
     """Tells whether a live request is the next recorded request sent again (see the module)."""
 
     def __init__(self, recorded: Normalizer, live: Normalizer, fingerprints_home: str | None) -> None:
-        self._folders = tuple(root for root, _ in (*recorded.roots, *live.roots) if root)
+        self._folders = (
+            *(root for root, _ in (*recorded.roots, *live.roots) if root),
+            *temp_folders_apart(recorded, live),  # a recording's TMPDIR that is not this run's
+        )
         self._bodies_logged = LoggedBodies(live.roots)
         self._home = fingerprints_home
         self._looking = fingerprints_home is not None

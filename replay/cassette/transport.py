@@ -169,7 +169,7 @@ class CassettePlayer:
             name=str(cassette.path) if cassette.path else "<cassette>",
             fingerprints=cassette.fingerprints() if known else None,
             recorded_normalizer=cassette.normalizer(),
-            normalizer=Normalizer.for_paths(workspace=workspace, session_dir=session_dir),
+            normalizer=cassette.replay_normalizer(workspace=workspace, session_dir=session_dir),
             strict=strict,
             fingerprints_home=cassette.fingerprints_home if known else None,
         )

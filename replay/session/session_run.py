@@ -1,8 +1,9 @@
 """Running a bundle's session: a fresh engine in a scratch copy of the workspace, its tools
 really running, every model call recorded into or answered from a cassette, and the transcript
-written with the folders it ran in replaced by ``<workspace>`` and ``<session>`` — so a bundle
-replays the same from any folder. ``replay_bundle`` re-executes a bundle offline;
-`replay.session.recording` runs a session the same way to record one.
+written with the folders it ran in replaced by ``<workspace>`` and ``<session>`` (and the scratch
+folder that holds them by ``<tmp>``) — so a bundle replays the same from any folder, under any
+TMPDIR. ``replay_bundle`` re-executes a bundle offline; `replay.session.recording` runs a session
+the same way to record one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from engine import (
     TraceKind,
     default_tools,
 )
+from replay.cassette.fingerprints import TEMP_PLACEHOLDER
 from replay.cassette.record import CassetteRecorder, RecordMode
 from replay.cassette.rewrite import DivergenceHook, RewriteCounts
 from replay.cassette.transport import LoggedRequest
@@ -161,7 +163,7 @@ async def run_session(
             unplayed = recorder.unplayed()
             requests = list(recorder.request_log)
         transcript = (session_dir / "transcript.jsonl").read_text(encoding="utf-8")
-        transcript = _normalize_paths(transcript, run_workspace, session_dir)
+        transcript = _normalize_paths(transcript, run_workspace, session_dir, Path(temp))
         # Redacted as the recorded transcript was, so a replay compares like with like.
         transcript = current_redactor().redact_text(transcript)
         return SessionRun(
@@ -201,8 +203,12 @@ async def _compact(engine: QueryEngine) -> None:
         engine.trace.append(TraceEvent(TraceKind.COMPACTION, 0, data))
 
 
-def _normalize_paths(text: str, workspace: Path, session_dir: Path) -> str:
+def _normalize_paths(text: str, workspace: Path, session_dir: Path, scratch: Path) -> str:
     for path, placeholder in ((workspace, WORKSPACE_PLACEHOLDER), (session_dir, SESSION_PLACEHOLDER)):
         for variant in {str(path), os.path.realpath(path)}:
             text = text.replace(json.dumps(variant)[1:-1], placeholder)
+    # Then the run's scratch folder that holds both, as fingerprints read an entry of the temp
+    # folder: its name varies per run and with TMPDIR (a tool that prints the workspace's parent).
+    for variant in sorted({str(scratch), os.path.realpath(scratch)}, key=len, reverse=True):
+        text = text.replace(json.dumps(variant)[1:-1], TEMP_PLACEHOLDER)
     return text
