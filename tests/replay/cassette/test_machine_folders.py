@@ -1,0 +1,141 @@
+"""The recording machine's temp folder: recorded with the cassette when a body mentions it, and
+normalized from the record, not from the TMPDIR of the machine that reads the cassette.
+
+Saving runs in this process, whose temp folder is `temp_folders()` (this suite's, /dev/shm or
+/tmp): that is the recording's. Another machine's TMPDIR is a normalizer's ``temp``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import pytest
+
+from replay.cassette import Cassette, CassetteError, dumps_cassette, loads_cassette
+from replay.cassette._model import normalizer_for
+from replay.cassette.fingerprints import Normalizer, fingerprint, replaying, temp_folders, temp_folders_apart
+from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
+
+URI = "https://api.anthropic.com/v1/messages"
+HERE = tempfile.gettempdir()
+
+
+def asking(text: str) -> Interaction:
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": text}]}
+    request = RecordedRequest(method="POST", uri=URI, headers={"content-type": "application/json"}, body=body)
+    response = RecordedResponse(status=200, headers={"content-type": "application/json"}, kind=BodyKind.JSON, body={})
+    return Interaction(request, response)
+
+
+def saved_and_loaded(*interactions: Interaction, **recorded_paths: str) -> Cassette:
+    cassette = Cassette(interactions=list(interactions), recorded_paths=dict(recorded_paths))
+    return loads_cassette(dumps_cassette(cassette), source_name="c.yaml")
+
+
+def key_of(interaction: Interaction, normalizer: Normalizer) -> str:
+    request = interaction.request
+    return fingerprint(request.method, request.path, request.body, normalizer=normalizer)
+
+
+def test_a_body_that_mentions_an_entry_of_the_temp_folder_records_it() -> None:
+    loaded = saved_and_loaded(asking(f"ls {HERE}/agent-run-1/other"))
+
+    assert loaded.recorded_paths["temp"] == HERE
+    assert set(loaded.recorded_paths) <= {"temp", "temp_resolved"}
+    assert loaded.normalizer().temp == temp_folders()
+
+
+def test_the_stored_fingerprint_is_the_one_the_same_session_has_under_another_tmpdir() -> None:
+    here = saved_and_loaded(asking(f"ls {HERE}/agent-run-1/other"))
+    elsewhere = asking("ls /srv/other-tmp/agent-run-2/other")
+
+    # Another machine: its TMPDIR is /srv/other-tmp, and it records there.
+    assert here.fingerprints() == [key_of(elsewhere, Normalizer(temp=("/srv/other-tmp",)))]
+    assert here.fingerprints() == saved_and_loaded(elsewhere, temp="/srv/other-tmp").fingerprints()
+
+
+@pytest.mark.parametrize(
+    ("text", "recorded_paths"),
+    [
+        ("no folder at all", {}),
+        (f"the temp folder itself: {HERE}", {}),
+        (f"cat {HERE}/agent-run-1/workspace/notes.md", {"workspace": f"{HERE}/agent-run-1/workspace"}),
+    ],
+)
+def test_a_cassette_that_names_no_entry_of_the_temp_folder_is_written_as_before(
+    text: str, recorded_paths: dict[str, str]
+) -> None:
+    cassette = Cassette(interactions=[asking(text)], recorded_paths=recorded_paths)
+    assert loads_cassette(dumps_cassette(cassette), source_name="c.yaml").recorded_paths == recorded_paths
+    assert ("recorded_paths:" in dumps_cassette(cassette)) == bool(recorded_paths)
+
+
+def test_a_recorded_temp_folder_is_kept_when_the_cassette_is_written_again() -> None:
+    # A rewrite keeps the interactions fingerprinted under it.
+    loaded = saved_and_loaded(asking("ls /srv/rec-tmp/run-1/x"), temp="/srv/rec-tmp")
+    assert saved_and_loaded(*loaded.interactions, **loaded.recorded_paths).recorded_paths == {"temp": "/srv/rec-tmp"}
+
+
+def test_the_recorded_temp_folder_is_normalized_and_not_this_processes() -> None:
+    normalizer = normalizer_for({"temp": "/srv/rec-tmp"})
+
+    assert normalizer.text("/srv/rec-tmp/run-1/x.txt") == "<tmp>/x.txt"
+    assert normalizer.text("/srv/live-tmp/run-2/x.txt") == "/srv/live-tmp/run-2/x.txt"
+    assert normalizer.text("/tmp/run-3/x.txt") == "<tmp>/x.txt"  # the usual roots, always
+    assert Normalizer(temp=("/srv/live-tmp",)).text("/srv/live-tmp/run-2/x.txt") == "<tmp>/x.txt"
+
+
+def test_longest_first_between_the_temp_folder_and_the_other_folders() -> None:
+    # TMPDIR inside home: its entries are <tmp>, as under any other TMPDIR.
+    inside_home = normalizer_for({"home": "/home/ana", "temp": "/home/ana/tmp"})
+    assert inside_home.text("/home/ana/tmp/run-1/x and /home/ana/notes") == "<tmp>/x and <home>/notes"
+    assert Normalizer(home="/home/ana", temp=("/home/ana/tmp",)).text("/home/ana/tmp/run-1/x") == "<tmp>/x"
+    # The workspace inside TMPDIR (TMPDIR its parent's parent, or its parent): the workspace wins.
+    for workspace in ("/srv/t/run-1/workspace", "/srv/t/workspace"):
+        inside_temp = normalizer_for({"workspace": workspace, "temp": "/srv/t"})
+        assert inside_temp.text(f"{workspace}/a.py, /srv/t/run-1/session") == "<workspace>/a.py, <tmp>/session"
+
+
+def test_a_trailing_slash_or_a_link_names_the_same_folder() -> None:
+    assert normalizer_for({"temp": "/srv/t/"}).text("/srv/t/run-1/x") == "<tmp>/x"
+    linked = normalizer_for({"temp": "/srv/link", "temp_resolved": "/data/real"})
+    assert linked.text("/srv/link/run-1/x /data/real/run-1/x") == "<tmp>/x <tmp>/x"
+
+
+def test_a_replay_also_reads_the_recordings_temp_folder_and_the_rest_is_told_apart() -> None:
+    recorded = normalizer_for({"temp": "/srv/rec-tmp"})
+    live = replaying(Normalizer(), recorded)
+
+    assert live.text("/srv/rec-tmp/run-1/x") == "<tmp>/x"
+    assert set(live.temp_roots()) == set(Normalizer().temp_roots()) | {"/srv/rec-tmp"}
+    assert replaying(Normalizer(), normalizer_for({})) == Normalizer()
+    # What only this run reads (its own TMPDIR), a body holding it is keyed, never sent again.
+    assert temp_folders_apart(recorded, live) == tuple(
+        sorted(set(Normalizer().temp_roots()) - set(normalizer_for({"temp": "/srv/rec-tmp"}).temp_roots()))
+    )
+    assert temp_folders_apart(normalizer_for({}), Normalizer()) == ()
+
+
+@pytest.mark.parametrize(
+    ("recorded_paths", "fragment"),
+    [
+        ("{temp: relative/tmp}", "recorded_paths.temp: expected"),
+        ("{temp_resolved: [/tmp]}", "recorded_paths.temp_resolved: expected"),
+        ("{tmp: /tmp}", "recorded_paths.tmp: expected workspace, session, home, temp, temp_resolved"),
+    ],
+)
+def test_a_broken_temp_key_is_one_sentence(recorded_paths: str, fragment: str) -> None:
+    text = f"agent_replay_cassette: 1\nrecorded_paths: {recorded_paths}\ninteractions: []\n# end of cassette\n"
+    with pytest.raises(CassetteError) as caught:
+        loads_cassette(text, source_name="c.yaml")
+    message = str(caught.value)
+    assert message.startswith("c.yaml ") and fragment in message and "\n" not in message
+
+
+def test_an_older_cassette_without_the_key_reads_this_processes_temp_folder() -> None:
+    older: dict[str, Any] = {}
+    assert normalizer_for(older).temp is None
+    assert normalizer_for(older).text(f"{HERE}/run-1/x") == "<tmp>/x"
+    assert os.path.isabs(HERE)
