@@ -259,10 +259,12 @@ def replaying(live: Normalizer, recorded: Normalizer) -> Normalizer:
     return Normalizer(live.roots, live.home, temp=tuple(dict.fromkeys((*live.temp_folders(), *recorded.temp))))
 
 
-def temp_folders_apart(first: Normalizer, second: Normalizer) -> tuple[str, ...]:
-    """The temp folders whose entries one normalizer replaces and the other does not (none when
-    both read the same temp folder, as a recording and its replay on one machine do)."""
-    return tuple(sorted(set(first.temp_roots()).symmetric_difference(second.temp_roots())))
+def temp_folders_apart(*normalizers: Normalizer) -> tuple[str, ...]:
+    """The temp folders whose entries not all of ``normalizers`` replace, and this process's own
+    normalizer with them (none when all read this process's temp folder, as a recording and its
+    replay on one machine do): a text holding none of them is read alike by all."""
+    read = [set(normalizer.temp_roots()) for normalizer in (*normalizers, Normalizer())]
+    return tuple(sorted(set.union(*read) - set.intersection(*read)))
 
 
 @dataclass(frozen=True)
