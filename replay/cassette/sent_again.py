@@ -404,7 +404,10 @@ def _plain_object(raw: str) -> bool:
 def _plain_value(raw: str) -> bool:
     """`_plain_object` for a member's value: also a list of the same, a string or null (its
     value holds only strings, nulls, lists and objects, which ``==`` only a value of their own
-    type: equal, they have the same canonical text)."""
+    type: equal, they have the same canonical text). ``NaN`` and ``Infinity`` are not looked for:
+    a parsed one is equal only to a float infinity, or to the very NaN object, and both write the
+    same text. The argument holds while the scanner is strict (no raw control character), the
+    canonical text keeps ``ensure_ascii=False``, and recorded values are JSON's types."""
     if "\\u" in raw or "\\/" in raw:
         return False
     first = raw[0]

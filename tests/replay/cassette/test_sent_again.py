@@ -375,3 +375,34 @@ def test_a_secret_the_raw_text_detectors_find_in_the_sent_text_is_found(tmp_path
             logged.append(json.dumps(player.log[0].body))
         assert logged[0] == logged[1]
         assert secret not in logged[0] and token not in logged[0]
+
+
+@pytest.mark.parametrize("sent", ["Infinity", "1e999", "NaN", '"Infinity"'])
+def test_a_member_holding_infinity_or_nan_plays_as_the_keyed_path_plays_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sent: str
+) -> None:
+    """The scanner takes ``Infinity`` and ``NaN``, which the plain check does not look for: an
+    infinity is equal only to an infinity (written alike), a NaN to no other NaN; a credential
+    spelled ``Infinity`` is in the raw text all the same."""
+    body = {"model": "m", "metadata": {"limits": [float("inf")]}, "messages": [{"role": "user", "content": "hi"}]}
+    cassette = saved_and_loaded([body], tmp_path)
+    sent_body = b'{"model":"m","metadata":{"limits":[%s]},"messages":[{"role":"user","content":"hi"}]}' % sent.encode()
+    for credential in (None, "Infinity"):
+        if credential is not None:
+            monkeypatch.setenv("SOME_SERVICE_TOKEN", credential)
+        answers = []
+        for player in (CassettePlayer.from_cassette(cassette), keyed_player(cassette, LIVE)):
+            try:
+                player.match("POST", "/v1/messages", sent_body)
+                answers.append((player.log[-1].fingerprint, player.log[-1].body))
+            except CassetteMismatchError:
+                answers.append("no match")
+        assert answers[0] == answers[1]
+
+
+def test_a_recording_folder_in_a_plain_members_key_is_found(tmp_path: Path) -> None:
+    folder = str(RECORDED)
+    body = {"model": "m", "metadata": {f"{folder}/a.py": "x"}, "messages": [{"role": "user", "content": "hi"}]}
+    cassette = saved_and_loaded([body], tmp_path, workspace=folder)
+    answers = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette)
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette) == ["no match"]
