@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,11 +231,16 @@ def _check_stored(
 ) -> None:
     if stored is None or stored == computed or _stored_before_query_normalizing(stored, request, normalizer):
         return
+    # A cassette that does not record its temp folder is read under this process's: entries of
+    # another TMPDIR's in its bodies (a cassette written before it recorded one) disagree too.
+    temp = ""
+    if normalizer.temp is None:
+        temp = f", or this process's TMPDIR ({tempfile.gettempdir()}) is not the recording's"
     raise FormatProblem(
         where,
         f"the fingerprint index disagrees with its bodies (stored {stored[:12]}…, computed {computed[:12]}…)",
-        "the request was edited after recording; re-record the cassette, or delete that fingerprint line "
-        "to accept the edit",
+        f"the request was edited after recording{temp}; re-record the cassette, or delete that fingerprint "
+        "line to accept the edit",
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,19 @@ def test_a_fingerprint_that_disagrees_with_its_body_names_the_interaction(tmp_pa
     message = message_of(write(tmp_path, "\n".join(edited)))
     assert "is invalid at interactions[1]: the fingerprint index disagrees with its bodies (stored" in message
     assert "delete that fingerprint line to accept the edit." in message
+    # It records no temp folder: this process's TMPDIR may be the cause too, and is named.
+    assert f"or this process's TMPDIR ({tempfile.gettempdir()}) is not the recording's;" in message
+
+
+def test_a_cassette_that_records_its_temp_folder_does_not_blame_tmpdir(tmp_path: Path) -> None:
+    text = dumps_cassette(Cassette(interactions=session(), recorded_paths={"temp": "/tmp/recorded-here"}))
+    assert "temp: /tmp/recorded-here" in text
+    edited = text.split("\n")
+    model_lines = [n for n, line in enumerate(edited) if "model: claude-sonnet-4-6" in line]
+    edited[model_lines[1]] = edited[model_lines[1]].replace("claude-sonnet-4-6", "claude-opus-4-6")
+    message = message_of(write(tmp_path, "\n".join(edited)))
+    assert "the fingerprint index disagrees with its bodies" in message
+    assert "TMPDIR" not in message
 
 
 def test_a_beta_true_fingerprint_stored_before_the_query_was_normalized_still_loads(tmp_path: Path) -> None:
