@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -70,12 +70,17 @@ class ModelRequest:
     # Whether the stream yields every raw SDK event as a ``StreamEvent``. Off, only the blocks
     # and the end come out: each raw event would cost a hop through the caller's generators.
     raw_events: bool = True
+    # Messages known to hold no cache mark (the normalizer's settled view, the very objects):
+    # placing the marks skips them when ``messages`` starts with them, and walks all otherwise.
+    unmarked: Sequence[JsonDict] = field(default=(), compare=False, repr=False)
 
     def params(self) -> JsonDict:
         """Keyword arguments for ``messages.create`` (empty options left out, so the body
         hashes the same whether or not a caller spelled out a default), with the cache marks
         placed. Raises `TooManyCacheMarksError` when the body has more than the API accepts."""
-        messages = place_message_breakpoint(self.messages, self.cache_ttl, skip_cache_write=self.skip_cache_write)
+        messages = place_message_breakpoint(
+            self.messages, self.cache_ttl, skip_cache_write=self.skip_cache_write, unmarked=self.unmarked
+        )
         params: JsonDict = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages}
         system = system_blocks(self.system, self.cache_ttl)
         if system:

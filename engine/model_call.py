@@ -74,14 +74,18 @@ def build_request(working: Sequence[Message], params: LoopParams, *, model: str,
     cache = params.context.prompt_cache
     betas, ttl = cache.latch(betas=settings.betas, ttl=settings.prompt_cache_ttl)
     api_messages = params.normalize(working)
+    unmarked = params.unmarked_prefix()
     if settings.user_context:
         context = {"type": "text", "text": f"<system-reminder>\n{settings.user_context}\n</system-reminder>"}
         if api_messages and api_messages[0]["role"] == "user":
             # A new first entry: the normalized view is shared and must not change.
             first = api_messages[0]
             api_messages = [{"role": "user", "content": [context, *first["content"]]}, *api_messages[1:]]
+            # The context block holds no mark: the new entry is unmarked if the old one was.
+            unmarked = [api_messages[0], *unmarked[1:]] if unmarked else ()
         else:
             api_messages.insert(0, {"role": "user", "content": [context]})
+            unmarked = [api_messages[0], *unmarked]
     return ModelRequest(
         model=model,
         messages=api_messages,
@@ -92,6 +96,7 @@ def build_request(working: Sequence[Message], params: LoopParams, *, model: str,
         betas=betas,
         cache_ttl=ttl,
         raw_events=params.emit_stream_events,
+        unmarked=unmarked,
     )
 
 

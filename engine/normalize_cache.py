@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.messages import AssistantMessage, Message, UserMessage
 from engine.normalize import AttachmentRenderer, normalize_messages_for_api
+from engine.prompt_cache import has_cache_mark
 
 __all__ = ["IncrementalNormalizer"]
 
@@ -32,10 +33,20 @@ class IncrementalNormalizer:
         self._render_attachment = render_attachment
         self._inputs: list[Message] = []  # the settled prefix, compared by identity
         self._view: list[JsonDict] = []  # its API view
+        # The view's longest start whose entries hold no cache_control mark, checked once as
+        # each entry settles (entries are read-only): placing the marks need not walk it again.
+        self._unmarked: list[JsonDict] = []
+
+    @property
+    def unmarked_prefix(self) -> list[JsonDict]:
+        """The entries the last result starts with that hold no ``cache_control`` mark (the
+        very objects, for ``place_message_breakpoint``'s ``unmarked``): a copy, as later calls
+        grow the list a request may still hold."""
+        return list(self._unmarked)
 
     def __call__(self, messages: Sequence[Message]) -> list[JsonDict]:
         if not self._extends_prefix(messages):
-            self._inputs, self._view = [], []
+            self._inputs, self._view, self._unmarked = [], [], []
         self._settle(messages)
         rest = self._normalize(messages[len(self._inputs) :])
         # The settled entries are shared with later results (copying them costs more than the
@@ -63,6 +74,11 @@ class IncrementalNormalizer:
         segment = self._normalize(messages[start:cut])
         if segment and segment[-1]["role"] == "user":
             self._inputs.extend(messages[start:cut])
+            if len(self._unmarked) == len(self._view):  # no marked entry so far: it may grow
+                for entry in segment:
+                    if has_cache_mark(entry):
+                        break
+                    self._unmarked.append(entry)
             self._view.extend(segment)
 
 

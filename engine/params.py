@@ -61,3 +61,8 @@ class LoopParams:
         return normalize_messages_for_api(
             messages, thinking_enabled=self.settings.thinking is not None, render_attachment=self.render_attachment
         )
+
+    def unmarked_prefix(self) -> Sequence[dict[str, Any]]:
+        """After ``normalize``: the entries its result starts with that hold no cache mark
+        (none known without a normalizer that keeps its view)."""
+        return self.normalizer.unmarked_prefix if self.normalizer is not None else ()

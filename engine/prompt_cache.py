@@ -17,6 +17,7 @@ request whose prefix up to one of its marks is byte-identical reads it. So:
 from __future__ import annotations
 
 import copy
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -28,6 +29,7 @@ __all__ = [
     "TooManyCacheMarksError",
     "cache_mark",
     "count_cache_marks",
+    "has_cache_mark",
     "place_message_breakpoint",
     "system_blocks",
 ]
@@ -66,21 +68,44 @@ def system_blocks(system: str | Sequence[JsonDict] | None, ttl: CacheTTL | None)
     return blocks
 
 
+def has_cache_mark(message: JsonDict) -> bool:
+    """Whether any content block of an API message carries a ``cache_control`` mark."""
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and "cache_control" in block:
+                return True
+    return False
+
+
 def place_message_breakpoint(
-    messages: Sequence[JsonDict], ttl: CacheTTL | None, *, skip_cache_write: bool = False
+    messages: Sequence[JsonDict],
+    ttl: CacheTTL | None,
+    *,
+    skip_cache_write: bool = False,
+    unmarked: Sequence[JsonDict] = (),
 ) -> list[JsonDict]:
     """``messages`` with every earlier mark cleared and one mark on the last content block of
     the last message (the second-to-last with ``skip_cache_write``; none when there is no such
-    message). Messages that change are copied; ``messages`` itself is never changed."""
+    message). Messages that change are copied; ``messages`` itself is never changed.
+
+    ``unmarked``: messages known to hold no mark. When ``messages`` starts with these very
+    objects, that prefix is not walked (an equal copy, or any other start, is walked whole)."""
     placed = list(messages)
+    start = 0
+    known = len(unmarked)
+    # map over operator.is_ compares in C: far cheaper than walking the blocks of the prefix.
+    if known and known <= len(placed) and all(map(operator.is_, unmarked, placed)):
+        start = known
     # Inline loops, no call per message: this runs over the whole history on every request.
-    for index, message in enumerate(placed):
+    for index in range(start, len(placed)):
+        message = placed[index]
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and "cache_control" in block:
-                    unmarked = [_unmarked(b) if isinstance(b, dict) else b for b in content]
-                    placed[index] = {**message, "content": unmarked}
+                    cleared = [_unmarked(b) if isinstance(b, dict) else b for b in content]
+                    placed[index] = {**message, "content": cleared}
                     break
     target = len(placed) - (2 if skip_cache_write else 1)
     if target < 0:

@@ -17,6 +17,7 @@ from engine.messages import (
 )
 from engine.normalize import normalize_messages_for_api
 from engine.normalize_cache import IncrementalNormalizer
+from engine.prompt_cache import has_cache_mark, place_message_breakpoint
 
 _counter = iter(range(10**9))
 
@@ -57,6 +58,7 @@ def histories(draw: Any) -> list[Message]:
                     "error",
                     "attachment",
                     "same_response",
+                    "marked_prompt",
                 ]
             )
         )
@@ -88,6 +90,8 @@ def histories(draw: Any) -> list[Message]:
                     uuid=_uuid(), timestamp="t", attachment={"type": "queued_command", "prompt": f"q{step}"}
                 )
             )
+        elif kind == "marked_prompt":
+            messages.append(user([{"type": "text", "text": f"m{step}", "cache_control": {"type": "ephemeral"}}]))
         elif kind == "same_response" and isinstance(messages[-1], AssistantMessage):
             messages.append(assistant([{"type": "text", "text": "more"}], messages[-1].message["id"]))
     return messages
@@ -112,6 +116,31 @@ def test_a_history_that_is_not_an_extension_starts_over(first: list[Message], se
     normalizer = IncrementalNormalizer()
     normalizer(first)
     assert normalizer(second) == normalize_messages_for_api(second)
+
+
+def _assert_unmarked_prefix_is_sound(normalizer: IncrementalNormalizer, view: list[dict[str, Any]]) -> None:
+    prefix = normalizer.unmarked_prefix
+    assert len(prefix) <= len(view)
+    assert all(entry is view[index] and not has_cache_mark(entry) for index, entry in enumerate(prefix))
+    # Placing the marks with the prefix vouched for gives the very body placing from scratch gives.
+    for skip in (False, True):
+        assert place_message_breakpoint(view, "1h", skip_cache_write=skip, unmarked=prefix) == (
+            place_message_breakpoint(view, "1h", skip_cache_write=skip)
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), histories(), st.integers(0, 30))
+def test_the_unmarked_prefix_is_always_unmarked_and_leading(
+    first: list[Message], second: list[Message], cut: int
+) -> None:
+    """Across a growing history, a rewrite that does not extend it (as compaction, snipping and
+    microcompact make), and growth again: what it vouches for holds no mark and leads the view."""
+    normalizer = IncrementalNormalizer(render_attachment=render)
+    for history in (first, second, [*second, *first[:cut]]):
+        for end in range(1, len(history) + 1):
+            view = normalizer(history[:end])
+            _assert_unmarked_prefix_is_sound(normalizer, view)
 
 
 async def test_the_user_context_never_leaks_into_the_shared_view(tmp_path: Any) -> None:

@@ -9,10 +9,19 @@ from typing import Any
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import EngineSettings, TraceKind, default_tools
 from engine.model import AnthropicModel, ModelRequest
-from engine.prompt_cache import MAX_CACHE_MARKS, PromptCacheState, TooManyCacheMarksError, count_cache_marks
+from engine.prompt_cache import (
+    MAX_CACHE_MARKS,
+    PromptCacheState,
+    TooManyCacheMarksError,
+    count_cache_marks,
+    has_cache_mark,
+    place_message_breakpoint,
+)
 from replay.fake.model import FakeModel, FakeModelTransport
 from replay.fake.scenario import Scenario
 from tests.engine.conftest import Session, make_session
@@ -201,3 +210,45 @@ def test_a_request_counts_the_marks_of_every_message_its_placing_copied() -> Non
     body = ModelRequest(model="claude-sonnet-4-6", messages=marked, max_tokens=10, system="S").params()
     assert count_cache_marks(body) == 2  # the earlier marks cleared: the system's and the last message's
     assert all(message is not original for message, original in zip(body["messages"], marked, strict=True))
+
+
+_api_messages = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant"]),
+            "content": st.one_of(
+                st.just("plain"),
+                st.lists(
+                    st.one_of(
+                        st.just({"type": "text", "text": "a"}),
+                        st.just({"type": "text", "text": "b", "cache_control": EPHEMERAL}),
+                        st.just({"type": "thinking", "thinking": "t", "signature": "s"}),
+                    ),
+                    max_size=3,
+                ),
+            ),
+        }
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_api_messages, st.integers(0, 8), st.booleans(), st.sampled_from(["exact", "copy", "shifted"]))
+def test_placing_with_a_vouched_prefix_gives_the_body_placing_from_scratch_gives(
+    messages: list[JsonDict], length: int, skip: bool, vouching: str
+) -> None:
+    """The unmarked prefix only ever skips messages that are the very objects known to hold no
+    mark; an equal copy or a prefix of other objects is walked as if nothing were vouched for."""
+    leading = []
+    for message in messages[:length]:
+        if has_cache_mark(message):
+            break
+        leading.append(message)
+    unmarked = {
+        "exact": leading,
+        "copy": [dict(m) for m in leading],
+        "shifted": [{"role": "user", "content": "x"}, *leading],
+    }[vouching]
+    expected = place_message_breakpoint(messages, "5m", skip_cache_write=skip)
+    assert place_message_breakpoint(messages, "5m", skip_cache_write=skip, unmarked=unmarked) == expected
