@@ -11,6 +11,7 @@ every later request, so requests stay byte-stable and the prompt cache stays war
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +47,10 @@ class ContentReplacementState:
     # User messages whose every result is decided: skipped on later passes, so a pass costs
     # what is new since the last one, not the whole history again.
     settled: set[str] = field(default_factory=set)
+    # The messages the last call returned, the very objects: each is settled or not a user
+    # message (``settled`` only grows), so a call whose messages start with them need not look
+    # at that start again while nothing was ever replaced.
+    checked: list[Message] = field(default_factory=list, compare=False, repr=False)
 
     def is_decided(self, tool_use_id: str) -> bool:
         return tool_use_id in self.decisions
@@ -85,7 +90,10 @@ def apply_tool_result_budget(
     out = list(messages)
     replaced_ids: list[str] = []
     settled = state.settled
-    for group in _user_turns(out):
+    # While nothing was ever replaced, a turn whose messages are all settled is left as it is:
+    # the walk may start at the turn of the first user message not settled yet.
+    start = 0 if state.replacements else _first_unsettled_turn(out, state)
+    for group in _user_turns(out, start):
         # Plain loops, not all() over a generator: this runs over the whole history every pass.
         for index in group:
             if out[index].uuid not in settled:
@@ -98,14 +106,35 @@ def apply_tool_result_budget(
             message = out[index]
             assert isinstance(message, UserMessage)  # _user_turns indexes user messages only
             out[index] = _apply_decisions(message, state)
+    state.checked = list(out)  # every user message in it is settled now
     return BudgetResult(messages=out, replaced_ids=replaced_ids)
 
 
-def _user_turns(messages: Sequence[Message]) -> list[list[int]]:
-    """Indexes of user messages, grouped as the API merges them (an assistant response ends a turn)."""
+def _first_unsettled_turn(messages: Sequence[Message], state: ContentReplacementState) -> int:
+    """Where the turn of the first user message not settled yet begins (right after the
+    response before it: a turn never spans one); ``len(messages)`` when every one is settled."""
+    checked, settled = state.checked, state.settled
+    known = len(checked)
+    # map over operator.is_ compares in C: the start the last call returned is not walked again.
+    begin = known if known <= len(messages) and all(map(operator.is_, checked, messages)) else 0
+    for index in range(begin, len(messages)):
+        message = messages[index]
+        if isinstance(message, UserMessage) and message.uuid not in settled:
+            for before in range(index - 1, -1, -1):
+                previous = messages[before]
+                if isinstance(previous, AssistantMessage) and not previous.is_api_error_message:
+                    return before + 1
+            return 0
+    return len(messages)
+
+
+def _user_turns(messages: Sequence[Message], start: int = 0) -> list[list[int]]:
+    """Indexes of user messages from ``start`` on (a turn's first message, or 0), grouped as the
+    API merges them (an assistant response ends a turn)."""
     turns: list[list[int]] = []
     turn: list[int] = []
-    for index, message in enumerate(messages):
+    for index in range(start, len(messages)):
+        message = messages[index]
         if isinstance(message, UserMessage):
             turn.append(index)
         elif turn and isinstance(message, AssistantMessage) and not message.is_api_error_message:
