@@ -36,6 +36,10 @@ class IncrementalNormalizer:
         # The view's longest start whose entries hold no cache_control mark, checked once as
         # each entry settles (entries are read-only): placing the marks need not walk it again.
         self._unmarked: list[JsonDict] = []
+        # The last stretch normalized and its view: a pass's unsettled rest is, by identity, the
+        # next pass's segment to settle, and normalizing depends on nothing but its input.
+        self._last_inputs: list[Message] = []
+        self._last_view: list[JsonDict] = []
 
     @property
     def unmarked_prefix(self) -> list[JsonDict]:
@@ -54,9 +58,15 @@ class IncrementalNormalizer:
         return self._view + rest
 
     def _normalize(self, messages: Sequence[Message]) -> list[JsonDict]:
-        return normalize_messages_for_api(
+        """The view of ``messages`` (read-only: it may be the very list an earlier call gave)."""
+        last = self._last_inputs
+        if len(messages) == len(last) and all(map(operator.is_, messages, last)):
+            return self._last_view
+        view = normalize_messages_for_api(
             messages, thinking_enabled=self._thinking_enabled, render_attachment=self._render_attachment
         )
+        self._last_inputs, self._last_view = list(messages), view
+        return view
 
     def _extends_prefix(self, messages: Sequence[Message]) -> bool:
         prefix = self._inputs

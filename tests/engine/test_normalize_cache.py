@@ -135,11 +135,13 @@ def test_the_unmarked_prefix_is_always_unmarked_and_leading(
     first: list[Message], second: list[Message], cut: int
 ) -> None:
     """Across a growing history, a rewrite that does not extend it (as compaction, snipping and
-    microcompact make), and growth again: what it vouches for holds no mark and leads the view."""
+    microcompact make), growth again, the same history twice and a cut: the view equals
+    normalizing from scratch, and what it vouches for holds no mark and leads the view."""
     normalizer = IncrementalNormalizer(render_attachment=render)
-    for history in (first, second, [*second, *first[:cut]]):
-        for end in range(1, len(history) + 1):
+    for history in (first, second, [*second, *first[:cut]], second[cut:]):
+        for end in [*range(1, len(history) + 1), len(history), cut]:  # each pass, then twice the same
             view = normalizer(history[:end])
+            assert view == normalize_messages_for_api(history[:end], render_attachment=render)
             _assert_unmarked_prefix_is_sound(normalizer, view)
 
 
