@@ -244,7 +244,11 @@ class _ResponseAssembler:
     def feed(self, event: Any) -> BlockComplete | ResponseEnd | None:
         kind = event.type
         if kind == "content_block_delta":
-            self._apply_delta(event.index, event.delta)
+            delta = event.delta
+            if delta.type == "text_delta":  # most events of a response: no call for them
+                self.blocks[event.index]["text"] += delta.text
+            else:
+                self._apply_delta(event.index, delta)
         elif kind == "content_block_start":
             self.blocks[event.index] = _block_start(event.content_block.to_dict())
             if self.blocks[event.index]["type"] == "tool_use":
