@@ -146,9 +146,20 @@ class StreamingToolExecutor:
 
     async def wait_closed(self) -> None:
         """Wait until every started call's task has finished (or been cancelled)."""
-        tasks = [e.task for e in self._entries if e.task is not None]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        pending: list[asyncio.Task[None]] = []
+        for entry in self._entries:
+            task = entry.task
+            if task is None:
+                continue
+            if not task.done():
+                pending.append(task)
+            elif not task.cancelled():
+                # What gathering a finished task does (and all it does): its exception, if
+                # any, is retrieved, so asyncio never reports it as unretrieved. Gathering it
+                # would cost two loop iterations per executor, at the end of every query.
+                task.exception()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     @property
     def running(self) -> bool:
