@@ -13,6 +13,7 @@ from engine.abort import AbortController, AbortedError
 from engine.deps import QueryDeps
 from engine.events import ToolOutcome
 from engine.hooks import (
+    CombinedHookResult,
     HookContext,
     HookEvent,
     HookInput,
@@ -119,6 +120,11 @@ def _result_message(
     )
 
 
+# What ``run_tool_hooks`` folds from no hooks at all (every field its default): a session
+# without tool hooks gets it without building a hook input per call.
+NO_HOOKS_RUN = CombinedHookResult()
+
+
 async def run_tool_use(
     block: JsonDict,
     assistant: AssistantMessage,
@@ -151,10 +157,14 @@ async def run_tool_use(
         return fail(INTERRUPTED_TOOL_RESULT, ToolOutcome.INTERRUPTED)
 
     observed = _observable(tool, block["input"], rctx.tool_ctx)
-    pre = await run_tool_hooks(
-        rctx.hooks.pre_tool_use,
-        HookInput(event=HookEvent.PRE_TOOL_USE, tool_name=tool.name, tool_use_id=block["id"], tool_input=observed),
-        ctx=rctx.hook_context,
+    pre = (
+        await run_tool_hooks(
+            rctx.hooks.pre_tool_use,
+            HookInput(event=HookEvent.PRE_TOOL_USE, tool_name=tool.name, tool_use_id=block["id"], tool_input=observed),
+            ctx=rctx.hook_context,
+        )
+        if rctx.hooks.pre_tool_use
+        else NO_HOOKS_RUN
     )
     stop = {"prevent_continuation": pre.prevent_continuation, "stop_reason": pre.stop_reason, "hook_runs": pre.runs}
     if pre.denied:
@@ -190,17 +200,21 @@ async def run_tool_use(
         content, is_error, outcome = f"Error: {type(exc).__name__}: {exc}", True, ToolOutcome.ERROR
 
     content = _shape_content(tool, block["id"], content, rctx.tool_ctx)
-    post = await run_tool_hooks(
-        rctx.hooks.post_tool_use,
-        HookInput(
-            event=HookEvent.POST_TOOL_USE,
-            tool_name=tool.name,
-            tool_use_id=block["id"],
-            tool_input=observed,
-            tool_response=content if isinstance(content, str) else None,
-            is_error=is_error,
-        ),
-        ctx=rctx.hook_context,
+    post = (
+        await run_tool_hooks(
+            rctx.hooks.post_tool_use,
+            HookInput(
+                event=HookEvent.POST_TOOL_USE,
+                tool_name=tool.name,
+                tool_use_id=block["id"],
+                tool_input=observed,
+                tool_response=content if isinstance(content, str) else None,
+                is_error=is_error,
+            ),
+            ctx=rctx.hook_context,
+        )
+        if rctx.hooks.post_tool_use
+        else NO_HOOKS_RUN
     )
     if post.feedback and isinstance(content, str):
         content = f"{content}\n\n{post_tool_feedback_text(post.feedback)}"
