@@ -42,11 +42,12 @@ class IncrementalNormalizer:
         self._last_view: list[JsonDict] = []
 
     @property
-    def unmarked_prefix(self) -> list[JsonDict]:
+    def unmarked_prefix(self) -> Sequence[JsonDict]:
         """The entries the last result starts with that hold no ``cache_control`` mark (the
-        very objects, for ``place_message_breakpoint``'s ``unmarked``): a copy, as later calls
-        grow the list a request may still hold."""
-        return list(self._unmarked)
+        very objects, for ``place_message_breakpoint``'s ``unmarked``). Not a copy: the list
+        only ever grows by entries that hold no mark (starting over makes a new one), and
+        placing trusts it only as far as a request starts with those very objects."""
+        return self._unmarked
 
     def __call__(self, messages: Sequence[Message]) -> list[JsonDict]:
         if not self._extends_prefix(messages):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -138,11 +139,17 @@ def test_the_unmarked_prefix_is_always_unmarked_and_leading(
     microcompact make), growth again, the same history twice and a cut: the view equals
     normalizing from scratch, and what it vouches for holds no mark and leads the view."""
     normalizer = IncrementalNormalizer(render_attachment=render)
+    earlier: list[tuple[list[dict[str, Any]], Sequence[dict[str, Any]]]] = []
     for history in (first, second, [*second, *first[:cut]], second[cut:]):
         for end in [*range(1, len(history) + 1), len(history), cut]:  # each pass, then twice the same
             view = normalizer(history[:end])
             assert view == normalize_messages_for_api(history[:end], render_attachment=render)
             _assert_unmarked_prefix_is_sound(normalizer, view)
+            earlier.append((view, normalizer.unmarked_prefix))
+    # A request keeps the prefix it was built with while later calls grow it or start over:
+    # placing its marks still gives what placing from scratch gives.
+    for view, prefix in earlier:
+        assert place_message_breakpoint(view, None, unmarked=prefix) == place_message_breakpoint(view, None)
 
 
 async def test_the_user_context_never_leaks_into_the_shared_view(tmp_path: Any) -> None:
