@@ -101,7 +101,9 @@ def normalizer_for(recorded_paths: dict[str, str]) -> Normalizer:
     # Taken as written, never resolved here: a link's target on this machine is not the recording's.
     temp = tuple(recorded_paths[key] for key in TEMP_KEYS if recorded_paths.get(key)) or None
     home = recorded_paths.get("home")
-    if not home or home == "/":
-        return Normalizer(base.roots, temp=temp)
-    # Longest first, as for_paths orders them, so a workspace inside home keeps its placeholder.
-    return Normalizer(tuple(sorted((*base.roots, (home, "<home>")), key=lambda root: -len(root[0]))), temp=temp)
+    roots = base.roots
+    if home and home != "/":
+        # Longest first, as for_paths orders them, so a workspace inside home keeps its placeholder.
+        roots = tuple(sorted((*base.roots, (home, "<home>")), key=lambda root: -len(root[0])))
+    # Without a recorded temp folder: read as it was written before there was one (`legacy`).
+    return Normalizer(roots, temp=temp, legacy=temp is None)

@@ -174,7 +174,7 @@ def decode_native(
         count = len(raw_interactions)
     known = fingerprints if fingerprints is not None and len(fingerprints) == count else None
     recording = normalizer_for(dict(recorded_paths))
-    normalizer = _Memoized(recording.roots, temp=recording.temp)
+    normalizer = _Memoized(recording.roots, temp=recording.temp, legacy=recording.legacy)
     interactions: list[Interaction] = []
     computed_fingerprints: list[str] = []
     shared = _Shared()
@@ -234,7 +234,7 @@ def _check_stored(
     # A cassette that does not record its temp folder is read under this process's: entries of
     # another TMPDIR's in its bodies (a cassette written before it recorded one) disagree too.
     temp = ""
-    if normalizer.temp is None:
+    if normalizer.legacy:
         temp = f", or this process's TMPDIR ({tempfile.gettempdir()}) is not the recording's"
     raise FormatProblem(
         where,

@@ -98,6 +98,10 @@ class Normalizer:
     # roots: a recording's, so that its fingerprints do not depend on the TMPDIR of the machine
     # reading it. None: this process's (`temp_folders`), as for a live request.
     temp: tuple[str, ...] | None = None
+    # Folders replaced as before temp folders were recorded (`_legacy_text`): how a cassette that
+    # records none (`normalizer_for`), and a replay of it (`replaying`), read its bodies, so that
+    # one written then recomputes its fingerprints, and replays, as it did.
+    legacy: bool = False
     # Normalized text of values already seen: an agent loop re-sends its whole history, so
     # each request brings only a few new messages to normalize.
     _seen: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -117,14 +121,18 @@ class Normalizer:
     def text(self, text: str) -> str:
         """``text`` with every varying part replaced by its placeholder."""
         home = home_folder() if self.home is None else self.home
-        temp = self.temp or _TEMP_FOLDERS or temp_folders()
-        last = self._last
-        steps = last[0] if last and last[0].home is home and last[0].temp_folders is temp else self._steps(home, temp)
-        for path, placeholder, entries in steps.folders:
-            if path in text:
-                text = text.replace(path, placeholder) if entries is None else entries.sub(TEMP_PLACEHOLDER, text)
-        if "/" in text:
-            text = steps.temp.sub(TEMP_PLACEHOLDER, text)
+        if self.legacy:
+            text = self._legacy_text(text, home)
+        else:
+            temp = self.temp or _TEMP_FOLDERS or temp_folders()
+            last = self._last
+            known = last[0] if last and last[0].home == home and last[0].temp_folders == temp else None
+            steps = known or self._steps(home, temp)
+            for path, placeholder, entries in steps.folders:
+                if path in text:
+                    text = text.replace(path, placeholder) if entries is None else entries.sub(TEMP_PLACEHOLDER, text)
+            if "/" in text:
+                text = steps.temp.sub(TEMP_PLACEHOLDER, text)
         if _UUID_HINT.search(text):
             text = _UUID.sub("<uuid>", text)
         if _TIMESTAMP_HINT.search(text):
@@ -133,13 +141,28 @@ class Normalizer:
             text = _DURATION.sub("<duration>", text)
         return text
 
+    def _legacy_text(self, text: str, home: str) -> str:
+        """The folders replaced as before temp folders were recorded: the roots, then the home
+        folder, then the entries of the usual temp roots and of this process's TMPDIR as given."""
+        for path, placeholder in self.roots:
+            if path and path in text:
+                text = text.replace(path, placeholder)
+        if home not in ("", "/") and home in text:
+            text = text.replace(home, "<home>")
+        if "/" in text:
+            text = _entries(_legacy_temp_roots()).sub(TEMP_PLACEHOLDER, text)
+        return text
+
     def temp_folders(self) -> tuple[str, ...]:
-        """The temp folders this normalizer reads: its own, or this process's (`temp_folders`)."""
+        """The temp folders this normalizer reads: its own, or this process's (`temp_folders`;
+        as given only, for a `legacy` one)."""
+        if self.legacy:
+            return (tempfile.gettempdir(),)
         return self.temp or temp_folders()
 
     def temp_roots(self) -> tuple[str, ...]:
         """The folders whose entries this normalizer replaces with ``<tmp>``, longest first."""
-        return _temp_roots(self.temp_folders())
+        return _legacy_temp_roots() if self.legacy else _temp_roots(self.temp_folders())
 
     def _steps(self, home: str, temp: tuple[str, ...]) -> _Steps:
         # Built once per home and temp folder (the last kept on the normalizer: a hit is two `is`).
@@ -218,6 +241,7 @@ def digest_normalized(method: str, path: str, normalized: str, *, whole_query: b
 
 
 _TEMP_FOLDERS: tuple[str, ...] | None = None
+_LEGACY_TEMP_ROOTS: tuple[str, ...] | None = None
 _HOME: tuple[str, str] | None = None  # $HOME and what ``~`` expands to with it
 
 
@@ -254,6 +278,8 @@ def replaying(live: Normalizer, recorded: Normalizer) -> Normalizer:
     """``live`` (this run's folders) that also replaces the entries of the recording's temp
     folder: an answer replayed from the cassette that names one (a file the model made there)
     comes back in the next request as the recording wrote it, whatever this run's TMPDIR."""
+    if recorded.legacy:  # a cassette that records no temp folder: read as it was then
+        return Normalizer(live.roots, live.home, legacy=True)
     if recorded.temp is None or set(recorded.temp_roots()) <= set(live.temp_roots()):
         return live
     return Normalizer(live.roots, live.home, temp=tuple(dict.fromkeys((*live.temp_folders(), *recorded.temp))))
@@ -297,6 +323,14 @@ def _steps(roots: tuple[tuple[str, str], ...], home: str, temp: tuple[str, ...])
         ordered.extend((root + "/", TEMP_PLACEHOLDER, _entries((root,))) for root in inside.get(index, ()))
         ordered.append((path, placeholder, None))
     return _Steps(home, temp, tuple(ordered), _entries(temp_roots))
+
+
+def _legacy_temp_roots() -> tuple[str, ...]:
+    """The usual temp roots and this process's TMPDIR as given (read once per process)."""
+    global _LEGACY_TEMP_ROOTS
+    if _LEGACY_TEMP_ROOTS is None:
+        _LEGACY_TEMP_ROOTS = _temp_roots((tempfile.gettempdir(),))
+    return _LEGACY_TEMP_ROOTS
 
 
 @functools.lru_cache(maxsize=64)

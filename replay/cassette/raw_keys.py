@@ -54,6 +54,7 @@ _CONTEXT_LIMIT: Final = 8
 _Digest = bytes
 _Key = tuple[str, NormalizedText]  # fingerprint, normalized text
 _Table = dict[_Digest, _Key]
+_TempContext = tuple[bool, tuple[str, ...]]  # (Normalizer.legacy, its temp folders)
 _Context = TypeVar("_Context")
 
 
@@ -63,9 +64,9 @@ class RawBodyKeys:
 
     def __init__(self) -> None:
         # (home, temp, redactor) -> digest -> key, for bodies none of whose run's roots can be in them
-        self._free: dict[tuple[str, tuple[str, ...], Redactor], _Table] = {}
+        self._free: dict[tuple[str, _TempContext, Redactor], _Table] = {}
         # (home, temp, redactor, roots) -> digest -> key, for the others
-        self._rooted: dict[tuple[str, tuple[str, ...], Redactor, tuple[tuple[str, str], ...]], _Table] = {}
+        self._rooted: dict[tuple[str, _TempContext, Redactor, tuple[tuple[str, str], ...]], _Table] = {}
         self._entries = 0
         self._characters = 0
         self._lock = threading.Lock()
@@ -79,7 +80,8 @@ class RawBodyKeys:
 
     def get(self, digest: _Digest, body: bytes, normalizer: Normalizer, redactor: Redactor) -> _Key | None:
         """The (fingerprint, normalized text) kept for this body, or None."""
-        home, temp = home_folder(), normalizer.temp_folders()
+        # How the temp folders are read counts too (`Normalizer.legacy`).
+        home, temp = home_folder(), (normalizer.legacy, normalizer.temp_folders())
         rooted = self._rooted.get((home, temp, redactor, normalizer.roots))
         found = rooted.get(digest) if rooted is not None else None
         if found is not None:
@@ -96,7 +98,8 @@ class RawBodyKeys:
     ) -> None:
         """Keep ``key`` (fingerprint, normalized text) for this body under this normalizer.
         ``escaped``: whether `ASCII_ESCAPE` is in the body (its caller read it piece by piece)."""
-        home, temp = home_folder(), normalizer.temp_folders()
+        # How the temp folders are read counts too (`Normalizer.legacy`).
+        home, temp = home_folder(), (normalizer.legacy, normalizer.temp_folders())
         with self._lock:
             if self._entries >= _ENTRY_LIMIT or self._characters >= _CHARACTER_LIMIT:
                 self.clear()

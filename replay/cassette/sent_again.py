@@ -99,7 +99,7 @@ class SentAgain:
             *(root for root, _ in (*recorded.roots, *live.roots) if root),
             *temp_folders_apart(recorded, live),  # a recording's TMPDIR that is not this run's
         )
-        self._bodies_logged = LoggedBodies(live.roots)
+        self._bodies_logged = LoggedBodies(live)
         self._home = fingerprints_home
         self._looking = fingerprints_home is not None
         self._redactor: Redactor | None = None
@@ -290,10 +290,10 @@ class LoggedBodies:
     decoded-string detector finds anything is scrubbed whole and normalized, as the keyed path
     does (its raw-text detectors found nothing in the text the request was sent as)."""
 
-    def __init__(self, roots: tuple[tuple[str, str], ...]) -> None:
-        self._roots = roots
+    def __init__(self, live: Normalizer) -> None:
+        self._live = live  # its folders, temp folders and way of reading them; the home is the match's
         self._context: tuple[str, Redactor] | None = None
-        self._normalizer = Normalizer(roots)
+        self._normalizer = self._under(None)
         # id of a recorded member value or message -> (it, its normalized text; None: not clean)
         self._texts: dict[int, tuple[Any, str | None]] = {}
         self._names: dict[str, str | None] = {}  # a member's key -> its canonical text; None: not clean
@@ -302,7 +302,7 @@ class LoggedBodies:
         """``request``'s body as the fingerprint reads it under ``home`` and ``redactor``, parsed."""
         if self._context != (home, redactor):
             self._context = (home, redactor)
-            self._normalizer = Normalizer(self._roots, home=home)
+            self._normalizer = self._under(home)
             self._texts.clear()
             self._names.clear()
         body: dict[str, Any] = request.body
@@ -320,6 +320,10 @@ class LoggedBodies:
                     return self._scrubbed(method, path, request, redactor)
                 members.append(f"{name}:{text}")
         return NormalizedText(tuple(members)).parsed()
+
+    def _under(self, home: str | None) -> Normalizer:
+        live = self._live
+        return Normalizer(live.roots, home=home, temp=live.temp, legacy=live.legacy)
 
     def _name(self, key: str, redactor: Redactor) -> str | None:
         """A member's key as its normalized text starts, None when it is not clean."""

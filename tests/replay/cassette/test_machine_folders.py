@@ -8,12 +8,16 @@ Saving runs in this process, whose temp folder is `temp_folders()` (this suite's
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from replay.cassette import Cassette, CassetteError, dumps_cassette, loads_cassette
+from replay.cassette import Cassette, CassetteError, dumps_cassette, fingerprints, loads_cassette
 from replay.cassette._model import normalizer_for
 from replay.cassette.fingerprints import Normalizer, fingerprint, replaying, temp_folders, temp_folders_apart
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
@@ -110,7 +114,8 @@ def test_a_replay_also_reads_the_recordings_temp_folder_and_the_rest_is_told_apa
 
     assert live.text("/srv/rec-tmp/run-1/x") == "<tmp>/x"
     assert set(live.temp_roots()) == set(Normalizer().temp_roots()) | {"/srv/rec-tmp"}
-    assert replaying(Normalizer(), normalizer_for({})) == Normalizer()
+    # A cassette that records no temp folder is replayed as it was before there was one.
+    assert replaying(Normalizer(), normalizer_for({})) == Normalizer(legacy=True)
     # What not every normalizer reads, a body holding it is keyed, never told sent again.
     apart = set(temp_folders_apart(recorded, live))
     assert "/srv/rec-tmp" in apart and not apart & {"/tmp", "/var/tmp"}  # the usual roots: all read them
@@ -139,3 +144,45 @@ def test_an_older_cassette_without_the_key_reads_this_processes_temp_folder() ->
     assert normalizer_for(older).temp is None
     assert normalizer_for(older).text(f"{HERE}/run-1/x") == "<tmp>/x"
     assert os.path.isabs(HERE)
+
+
+def _folders_as_before(text: str, roots: tuple[tuple[str, str], ...], home: str, tmpdir: str) -> str:
+    """The folders `Normalizer.text` replaced before temp folders were recorded: the roots in
+    order, then the home folder, then the entries of the usual temp roots and of TMPDIR as given."""
+    for path, placeholder in roots:
+        if path and path in text:
+            text = text.replace(path, placeholder)
+    if home not in ("", "/") and home in text:
+        text = text.replace(home, "<home>")
+    if "/" in text:
+        found = {"/tmp", "/var/tmp", "/private/tmp", "/private/var/folders", "/var/folders", tmpdir.rstrip("/")}
+        alternatives = "|".join(re.escape(root) for root in sorted(found, key=len, reverse=True) if root)
+        text = re.sub(rf"(?:{alternatives})/[^\s\"'/\\]+", "<tmp>", text)
+    return text
+
+
+# Paths only (no uuid, timestamp or duration): what follows the folders is the same code either way.
+_PATHS = st.lists(
+    st.sampled_from(
+        ["/home/ana", "/home/ana/tmp", "/home/ana/tmp/run-a", "/real/tmp/run-b", "/link/tmp/run-c", "/tmp/run-d",
+         "/work/ws", "/work/ws/tmp/e", "/", "x", " ", '"', "/file.py"]
+    ),
+    max_size=8,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_PATHS, tmpdir=st.sampled_from(["/home/ana/tmp", "/link/tmp", "/tmp", "/work/ws/tmp", "/home/ana/tmp/"]))
+def test_a_cassette_that_records_no_temp_folder_is_read_as_before(text: str, tmpdir: str) -> None:
+    """A temp folder inside home or the workspace, a linked one: a cassette written before temp
+    folders were recorded recomputes the fingerprints it stored, and replays, as it did then."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", "/home/ana")
+        patch.setattr(tempfile, "tempdir", tmpdir)
+        patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+        recorded = normalizer_for({"workspace": "/work/ws"})
+        live = replaying(Normalizer.for_paths(workspace=Path("/work/ws")), recorded)
+        read = (recorded.text(text), live.text(text))
+        patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    expected = _folders_as_before(text, (("/work/ws", "<workspace>"),), "/home/ana", tmpdir)
+    assert read == (expected, expected)

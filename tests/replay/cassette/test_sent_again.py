@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.cassette import Cassette, load_cassette, save_cassette
+from replay.cassette import Cassette, fingerprints, load_cassette, save_cassette
 from replay.cassette._io import _FOOTER, _HEADER
 from replay.cassette._native import encode_native
 from replay.cassette.fingerprints import Normalizer, home_folder
@@ -109,7 +109,7 @@ def keyed_player(cassette: Cassette, workspace: Path, session_dir: Path | None =
         cassette.interactions,
         fingerprints=cassette.fingerprints(),
         recorded_normalizer=cassette.normalizer(),
-        normalizer=Normalizer.for_paths(workspace=workspace, session_dir=session_dir),
+        normalizer=cassette.replay_normalizer(workspace=workspace, session_dir=session_dir),
     )
 
 
@@ -406,3 +406,35 @@ def test_a_recording_folder_in_a_plain_members_key_is_found(tmp_path: Path) -> N
     cassette = saved_and_loaded([body], tmp_path, workspace=folder)
     answers = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette)
     assert answers == outcome(keyed_player(cassette, LIVE), cassette) == ["no match"]
+
+
+@pytest.mark.parametrize(
+    ("records_temp", "dropped"), [(True, ()), (False, ("temp:",)), (False, ("temp:", "home:", "recorded_paths:"))]
+)
+def test_a_temp_folder_inside_home_is_logged_as_the_keyed_path_logs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records_temp: bool, dropped: tuple[str, ...]
+) -> None:
+    """TMPDIR inside HOME: a cassette that records no temp folder reads its entries as before,
+    one that does as ``<tmp>``; a request sent again is logged as the keyed path logs it."""
+    monkeypatch.setenv("HOME", "/home/ana")
+    monkeypatch.setattr(tempfile, "tempdir", "/home/ana/tmp")
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    bodies = session([{"role": "user", "content": "notes in /home/ana/tmp/run-a/notes.md"}, "ok"])
+    cassette = saved_and_loaded(bodies, tmp_path)
+    path = tmp_path / "cassette.yaml"
+    assert "  temp: /home/ana/tmp\n" in path.read_text()
+    if not records_temp:  # as written before the temp folder was recorded: no key, no stored fingerprints
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(line for line in lines if not line.lstrip().startswith((*dropped, "fingerprint:"))))
+        cassette = load_cassette(path)
+        assert "temp" not in cassette.recorded_paths
+    kinds: list[type] = []
+    told = outcome(CassettePlayer.from_cassette(cassette, workspace=LIVE), cassette, kinds)
+    # Without the recorded home among its folders, the body is told sent again, not keyed.
+    assert (KeyedOnRead in kinds) is ("home:" in dropped)
+    answers = told
+    assert answers == outcome(keyed_player(cassette, LIVE), cassette)
+    # Before: the home folder first, then the usual /tmp's entries (``<home>`` + ``/tmp/run-a``).
+    expected = "notes in <tmp>/notes.md" if records_temp else "notes in <home><tmp>/notes.md"
+    assert answers[0][1]["messages"][0]["content"] == expected
