@@ -66,6 +66,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "CASSETTE_FORMAT_VERSION": "_model",
         "MAX_CASSETTE_BYTES": "_model",
         "RECORDED_PATH_KEYS": "_model",
+        "TEMP_KEYS": "_model",
         "Cassette": "_model",
         "CassetteError": "_model",
         "CassetteSource": "_model",

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from replay.cassette import TEMP_KEYS, load_cassette
+from replay.cassette.fingerprints import temp_folders
 from replay.cassette.record_mode import RecordMode
 from replay.cassette.rewrite import DivergenceHook, KeptRequest, RewriteCounts
 from replay.fake.model import FakeModel
@@ -74,6 +76,7 @@ async def update_bundle(
             _refresh_traces(bundle, report)
             report.seconds = time.perf_counter() - started
             return report
+        _check_same_temp_folder(bundle)
         sweep_stale(folder)
         staging = new_staging(folder)
         try:
@@ -107,6 +110,20 @@ async def update_bundle(
     report.updated, report.rewrite = True, counts
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _check_same_temp_folder(bundle: Bundle) -> None:
+    """An update keeps the cassette's recorded temp folder (its kept requests name its entries)
+    and records new requests that name this process's: one cassette cannot say both, so a bundle
+    recorded under another TMPDIR is updated under that one."""
+    recorded = load_cassette(bundle.path / CASSETTE_FILE).recorded_paths
+    temp = [recorded[key] for key in TEMP_KEYS if recorded.get(key)]
+    own = {folder.rstrip("/") for folder in temp_folders()}
+    if temp and not own & {folder.rstrip("/") for folder in temp}:
+        raise BundleError(
+            f"{bundle.path}: its cassette was recorded under TMPDIR={temp[0]}, and this process's is "
+            f"{temp_folders()[0]}; run the update with TMPDIR={temp[0]} (nothing was changed)."
+        )
 
 
 def _refresh_traces(bundle: Bundle, report: RunReport) -> None:

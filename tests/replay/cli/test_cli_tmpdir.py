@@ -205,3 +205,27 @@ def test_a_broken_temp_key_is_one_clear_sentence(tmp_path: Path, value: str, fra
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.stderr
     assert "temp, temp_resolved, each an absolute path" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_an_update_under_another_tmpdir_is_refused_in_one_sentence_and_changes_nothing(tmp_path: Path) -> None:
+    """An update keeps the recording's temp folder and would record this run's: it runs under
+    the recording's TMPDIR, and says so."""
+    scenario = tmp_path / "scenario" / "scenario.yaml"
+    (scenario.parent / "workspace").mkdir(parents=True)
+    (scenario.parent / "workspace" / "notes.md").write_text("notes\n")
+    scenario.write_text(SCENARIO.replace("cd .. && pwd && ls", "cat notes.md; cd .. && pwd"))
+    recorded_in = folder(tmp_path / "recording-tmp")
+    bundle = record(tmp_path, recorded_in)
+    (bundle / "workspace" / "notes.md").write_text("changed notes\n")  # the session now drifts
+    before = {path: path.read_bytes() for path in sorted(bundle.rglob("*")) if path.is_file()}
+
+    result = replay("run", "--update", str(bundle), tmpdir=folder(tmp_path / "another-tmp"))
+
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        f"error: {bundle}: its cassette was recorded under TMPDIR={recorded_in}, and this process's is "
+        f"{tmp_path / 'another-tmp'}; run the update with TMPDIR={recorded_in} (nothing was changed)."
+    ]
+    assert {path: path.read_bytes() for path in sorted(bundle.rglob("*")) if path.is_file()} == before
+    updated = replay("run", "--update", str(bundle), tmpdir=recorded_in)
+    assert updated.returncode == 0 and updated.stdout.startswith(f"UPDATED {bundle}"), updated.stdout
