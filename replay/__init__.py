@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "MAX_CASSETTE_BYTES": "replay.cassette",
     "Normalizer": "replay.cassette",
     "RECORDED_PATH_KEYS": "replay.cassette",
+    "TEMP_KEYS": "replay.cassette",
     "RecordMode": "replay.cassette",
     "RecordModeError": "replay.cassette",
     "RewriteCounts": "replay.cassette",
