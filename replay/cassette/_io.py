@@ -282,6 +282,7 @@ def render_cassette(cassette: Cassette, source_name: str) -> str:
         interactions=scrub_interactions(cassette.interactions),
         recorded_paths=dict(cassette.recorded_paths),
         metadata=dict(cassette.metadata),
+        temp_as_before=cassette.temp_as_before,
     )
     try:
         document = encode_native(scrubbed)

@@ -69,6 +69,9 @@ class Cassette:
     computed_fingerprints: list[str] | None = field(default=None, repr=False, compare=False)
     # The home folder they were computed under (`home_folder`, which the normalizer replaces).
     fingerprints_home: str | None = field(default=None, repr=False, compare=False)
+    # Continues a cassette that records no temp folder (new episodes, a rewrite): saved without
+    # one too, its requests read as before (`Normalizer.legacy`), as the kept ones were keyed.
+    temp_as_before: bool = field(default=False, repr=False, compare=False)
 
     def normalizer(self) -> Normalizer:
         """The normalizer of the recording: its workspace, session folder and home."""

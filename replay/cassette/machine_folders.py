@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from enum import Enum
 
 from replay.cassette._model import TEMP_KEYS, Cassette, normalizer_for
-from replay.cassette.fingerprints import canonical_json, temp_folders, temp_paths
+from replay.cassette.fingerprints import Normalizer, canonical_json, temp_folders, temp_paths
 
 __all__ = ["with_machine_folders"]
 
@@ -29,7 +29,7 @@ def with_machine_folders(cassette: Cassette) -> dict[str, str]:
     home = os.path.expanduser("~")
     wanted = {
         _Folder.HOME: "home" not in paths and home not in ("", "/"),
-        _Folder.TEMP: not any(key in paths for key in TEMP_KEYS),
+        _Folder.TEMP: not cassette.temp_as_before and not any(key in paths for key in TEMP_KEYS),
     }
     if not any(wanted.values()):
         return paths
@@ -37,7 +37,8 @@ def with_machine_folders(cassette: Cassette) -> dict[str, str]:
     # Mentioned outside the recorded folders: a workspace inside home or inside the temp folder
     # keeps its own placeholder; but a folder the temp folder lies in (TMPDIR=~/tmp) is replaced
     # after it, as the normalizer does.
-    temp_roots = normalizer.temp_roots()
+    # This process's temp folders as given and resolved (a recorded one: the recording's).
+    temp_roots = Normalizer(temp=normalizer.temp or temp_folders()).temp_roots()
     outside_temp = [
         (root, placeholder)
         for root, placeholder in normalizer.roots

@@ -211,7 +211,7 @@ class CassetteRecorder:
             self._vcr_cassette,
             inner,
             send=send,
-            normalizer=Normalizer.for_paths(workspace=self.workspace, session_dir=self.session_dir),
+            normalizer=self._live_normalizer(),  # read as the cassette's kept requests are
             log=self.request_log,
             rewrite=self.rewrite,
             clock=self.now,
@@ -245,13 +245,16 @@ class CassetteRecorder:
             return
         kept: list[Interaction] = []
         recorded_paths: dict[str, str] = {}
+        as_before = False
         if self._existing is not None and self.mode in (RecordMode.NEW_EPISODES, RecordMode.REWRITE):
             kept = list(self._existing.interactions) if self.rewrite is None else self.rewrite.kept
             recorded_paths = dict(self._existing.recorded_paths)
+            as_before = self._existing.normalizer().legacy
         replacements = path_replacements(workspace=self.workspace, session_dir=self.session_dir)
         recorded = [self._stored_uri(replace_paths(interaction, replacements)) for interaction in recorded]
         try:
-            save_cassette(Cassette(interactions=[*kept, *recorded], recorded_paths=recorded_paths), self.path)
+            interactions = [*kept, *recorded]
+            save_cassette(Cassette(interactions, recorded_paths=recorded_paths, temp_as_before=as_before), self.path)
         except CassetteError as err:
             raise err.for_source(str(self.path)) from None
 

@@ -163,6 +163,8 @@ class CassetteProxy(HttpServer):
         position an in-process upstream); the rest is pruned when the cassette is saved."""
         if exists and self.mode not in _AFRESH:
             self._kept = load_cassette(self.cassette_path)
+            if self._kept.normalizer().legacy:  # it records no temp folder: read as it was written
+                self._normalizer = Normalizer(tuple(self._replacements), legacy=True)
         if self.mode is RecordMode.REWRITE:
             self.rewrite = CassetteRewrite(self._kept, normalizer=self._normalizer, on_divergence=on_divergence)
         elif self._kept is not None:
@@ -361,7 +363,9 @@ class CassetteProxy(HttpServer):
         if self.rewrite is not None:
             kept = self.rewrite.kept
         paths = dict(self._kept.recorded_paths) if self._kept is not None else {}
-        save_cassette(Cassette(interactions=[*kept, *self.recorded], recorded_paths=paths), self.cassette_path)
+        as_before = bool(kept) and self._kept is not None and self._kept.normalizer().legacy
+        cassette = Cassette(interactions=[*kept, *self.recorded], recorded_paths=paths, temp_as_before=as_before)
+        save_cassette(cassette, self.cassette_path)
 
     @property
     def rewrite_counts(self) -> RewriteCounts | None:

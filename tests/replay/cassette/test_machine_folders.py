@@ -21,6 +21,7 @@ from replay.cassette import Cassette, CassetteError, dumps_cassette, fingerprint
 from replay.cassette._model import normalizer_for
 from replay.cassette.fingerprints import Normalizer, fingerprint, replaying, temp_folders, temp_folders_apart
 from replay.cassette.interaction import BodyKind, Interaction, RecordedRequest, RecordedResponse
+from replay.proxy.server import CassetteProxy
 
 URI = "https://api.anthropic.com/v1/messages"
 HERE = tempfile.gettempdir()
@@ -186,3 +187,55 @@ def test_a_cassette_that_records_no_temp_folder_is_read_as_before(text: str, tmp
         patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
     expected = _folders_as_before(text, (("/work/ws", "<workspace>"),), "/home/ana", tmpdir)
     assert read == (expected, expected)
+
+
+def _this_machine(patch: pytest.MonkeyPatch, home: str, tmpdir: str) -> None:
+    patch.setenv("HOME", home)
+    patch.setattr(tempfile, "tempdir", tmpdir)
+    patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    patch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+
+
+def test_a_linked_temp_folder_inside_home_is_recorded_when_home_is_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HOME=H, TMPDIR a link to H/real, a tool printing the resolved entry, in a cassette that
+    records the home folder: the temp folder and its resolved form are recorded too (looked for
+    the way they are read, inside the home folder)."""
+    home = tmp_path / "home"
+    (home / "real").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(home / "real")
+    _this_machine(monkeypatch, str(home), str(tmp_path / "link"))
+    loaded = saved_and_loaded(asking(f"ls {home}/real/agent-run-1 and {home}/notes"), home=str(home))
+    assert loaded.recorded_paths == {
+        "home": str(home),
+        "temp": str(tmp_path / "link"),
+        "temp_resolved": str(home / "real"),
+    }
+
+
+def test_a_cassette_continued_from_one_that_records_no_temp_folder_records_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """New episodes or a rewrite of an older cassette: its kept requests were keyed as before, so
+    the new ones are too, and the cassette stays one that records no temp folder."""
+    continued = Cassette(interactions=[asking(f"ls {HERE}/agent-run-1/other")], temp_as_before=True)
+    loaded = loads_cassette(dumps_cassette(continued), source_name="c.yaml")
+    assert "temp" not in loaded.recorded_paths and loaded.normalizer().legacy
+
+
+def test_the_replay_proxy_reads_a_cassette_that_records_no_temp_folder_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TMPDIR inside HOME, a request naming an entry of it, in a cassette written before temp
+    folders were recorded: the proxy's player matches it, as the code of then did."""
+    home = tmp_path / "home"
+    (home / "tmp").mkdir(parents=True)
+    _this_machine(monkeypatch, str(home), str(home / "tmp"))
+    interaction = asking(f"read {home}/tmp/fixed/file.txt")
+    path = tmp_path / "c.yaml"
+    path.write_text(dumps_cassette(Cassette(interactions=[interaction], temp_as_before=True)))
+    assert "temp:" not in path.read_text()
+    proxy = CassetteProxy(path, mode="none")
+    assert proxy.player is not None
+    proxy.player.match("POST", "/v1/messages", interaction.request.body_bytes())
