@@ -36,7 +36,7 @@ from replay.cassette._vcrpy import (
     interactions_from_vcrpy,
     interactions_to_vcrpy,
 )
-from replay.cassette.fingerprints import fingerprint, parse_body
+from replay.cassette.fingerprints import Normalizer, fingerprint, parse_body
 from replay.cassette.interaction import Interaction
 from replay.cassette.scrub import scrub_bytes
 from replay.storage.atomic import FileWriteError, atomic_write_text
@@ -83,6 +83,9 @@ class AgentReplaySerializer:
         # (method, uri, body bytes) of each request read -> its fingerprint under the normalizer
         # of the cassette it came from (which vcrpy's request dicts cannot carry).
         self.loaded_fingerprints: dict[bytes, str] = {}
+        # The same keys of requests read from a cassette that records no temp folder: a live
+        # request is compared with one of them read as before (`Normalizer.legacy`).
+        self.loaded_as_before: set[bytes] = set()
 
     def serialize(self, cassette_dict: Mapping[str, Any]) -> str:
         """Native YAML for vcrpy's version-1 dict."""
@@ -93,17 +96,29 @@ class AgentReplaySerializer:
                 _UNNAMED, f"cannot be written: {problem.where}: {problem.problem}; {problem.remedy}."
             ) from None
         metadata = cassette_dict.get("metadata") or {}
+        # New episodes of a cassette that records no temp folder: it stays one (its kept requests).
+        as_before = bool(self.loaded_as_before) and any(
+            request_key(i.request.method, i.request.uri, i.request.body_bytes()) in self.loaded_as_before
+            for i in interactions
+        )
         cassette = Cassette(
-            interactions=interactions, recorded_paths=dict(self.recorded_paths), metadata=dict(metadata)
+            interactions=interactions,
+            recorded_paths=dict(self.recorded_paths),
+            metadata=dict(metadata),
+            temp_as_before=as_before,
         )
         return render_cassette(cassette, _UNNAMED)
 
     def deserialize(self, cassette_string: str) -> dict[str, Any]:
         """vcrpy's version-1 dict for a native or vcrpy cassette text."""
         cassette = loads_cassette(cassette_string, source_name=_UNNAMED)
+        as_before = cassette.normalizer().legacy
         for interaction, key in zip(cassette.interactions, cassette.fingerprints(), strict=True):
             request = interaction.request
-            self.loaded_fingerprints[request_key(request.method, request.uri, request.body_bytes())] = key
+            loaded = request_key(request.method, request.uri, request.body_bytes())
+            self.loaded_fingerprints[loaded] = key
+            if as_before:
+                self.loaded_as_before.add(loaded)
         document: dict[str, Any] = {
             "version": VCRPY_FORMAT_VERSION,
             "interactions": interactions_to_vcrpy(cassette.interactions),
@@ -159,23 +174,38 @@ class FingerprintMatcher:
     def __init__(
         self, *, recorded_paths: Mapping[str, str] | None = None, serializer: AgentReplaySerializer | None = None
     ) -> None:
-        self._normalizer = normalizer_for(dict(recorded_paths or {}))
+        # This run's folders, read the new way; and as before, for a request compared with one
+        # from a cassette that records no temp folder.
+        read = normalizer_for(dict(recorded_paths or {}))
+        self._normalizers = {
+            False: Normalizer(read.roots, read.home, temp=read.temp),
+            True: Normalizer(read.roots, read.home, legacy=read.temp is None),
+        }
         self._serializer = serializer
         # vcrpy compares a live request with each stored one in turn: each request object's
         # fingerprint is computed once (the entry holds the request, so its id stays its own).
-        self._computed: dict[int, tuple[Any, Any, str]] = {}
+        self._computed: dict[int, tuple[Any, Any, str, bool]] = {}
         self.__name__ = MATCHER_NAME  # vcrpy names the matchers that failed by it
 
     def __call__(self, r1: Any, r2: Any) -> None:
         """vcrpy's matcher protocol: an ``AssertionError`` saying why the two differ."""
-        first, second = self.fingerprint_of(r1), self.fingerprint_of(r2)
+        as_before = self._as_before(r1) or self._as_before(r2)
+        first, second = self.fingerprint_of(r1, as_before=as_before), self.fingerprint_of(r2, as_before=as_before)
         assert first == second, f"fingerprint {first[:12]} != {second[:12]} (method, path, query or body differ)"
 
-    def fingerprint_of(self, request: Any) -> str:
-        """The fingerprint of a ``vcr.request.Request``."""
+    def _as_before(self, request: Any) -> bool:
+        if self._serializer is None or not self._serializer.loaded_as_before:
+            return False
+        raw = request.body_bytes if hasattr(request, "body_bytes") else request.body
+        body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
+        return request_key(request.method, request.uri, body) in self._serializer.loaded_as_before
+
+    def fingerprint_of(self, request: Any, *, as_before: bool = False) -> str:
+        """The fingerprint of a ``vcr.request.Request`` (``as_before``: read as a cassette that
+        records no temp folder reads it)."""
         raw = request.body_bytes if hasattr(request, "body_bytes") else request.body
         cached = self._computed.get(id(request))
-        if cached is not None and cached[0] is request and cached[1] is raw:
+        if cached is not None and cached[0] is request and cached[1] is raw and cached[3] is as_before:
             return cached[2]
         body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
         key = None
@@ -184,10 +214,11 @@ class FingerprintMatcher:
         if key is None:
             parts = urlsplit(request.uri)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
-            key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=self._normalizer)
+            normalizer = self._normalizers[as_before]
+            key = fingerprint(request.method, path, parse_body(scrub_bytes(body)), normalizer=normalizer)
         if len(self._computed) >= _MATCHER_CACHE_LIMIT:
             self._computed.clear()
-        self._computed[id(request)] = (request, raw, key)
+        self._computed[id(request)] = (request, raw, key, as_before)
         return key
 
 

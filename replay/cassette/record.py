@@ -249,7 +249,7 @@ class CassetteRecorder:
         if self._existing is not None and self.mode in (RecordMode.NEW_EPISODES, RecordMode.REWRITE):
             kept = list(self._existing.interactions) if self.rewrite is None else self.rewrite.kept
             recorded_paths = dict(self._existing.recorded_paths)
-            as_before = self._existing.normalizer().legacy
+            as_before = bool(kept) and self._existing.normalizer().legacy  # nothing kept: a fresh cassette
         replacements = path_replacements(workspace=self.workspace, session_dir=self.session_dir)
         recorded = [self._stored_uri(replace_paths(interaction, replacements)) for interaction in recorded]
         try:

@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from replay.cassette import (
     CassetteError,
     CassetteSource,
     dumps_cassette,
+    fingerprints,
     interactions_from_vcr,
     load_cassette,
     loads_cassette,
@@ -430,3 +432,38 @@ def test_the_persister_saves_atomically(tmp_path: Path, monkeypatch: pytest.Monk
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
     assert base64.b64encode(b"v1") not in before and b"body: v1" in before
+
+
+@pytest.mark.parametrize("records_temp", [True, False])
+def test_the_vcr_matcher_reads_a_live_request_as_the_cassette_it_is_compared_with_reads_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records_temp: bool
+) -> None:
+    """TMPDIR inside HOME, a request naming an entry of it (a per-run scratch folder): matched
+    against a cassette that records its temp folder, and one written before temp folders were
+    recorded, each read its own way."""
+    home = tmp_path / "home"
+    (home / "tmp").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(tempfile, "tempdir", str(home / "tmp"))
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    uri = "https://api.anthropic.com/v1/messages"
+
+    def asking(run: str) -> dict[str, Any]:
+        return {"model": "m", "messages": [{"role": "user", "content": f"read {home}/tmp/{run}/f.txt"}]}
+
+    request = RecordedRequest(
+        method="POST", uri=uri, headers={"content-type": "application/json"}, body=asking("run-1")
+    )
+    response = RecordedResponse(status=200, headers={"content-type": "application/json"}, kind=BodyKind.JSON, body={})
+    text = dumps_cassette(Cassette(interactions=[Interaction(request, response)], temp_as_before=not records_temp))
+    assert ("temp:" in text) is records_temp
+    serializer = AgentReplaySerializer()
+    stored = serializer.deserialize(text)["interactions"][0]["request"]
+    matcher = FingerprintMatcher(serializer=serializer)
+    recorded = Request(stored["method"], stored["uri"], stored["body"], stored["headers"])
+    if records_temp:  # this run's scratch entry: <tmp> whatever its name
+        live = Request("POST", uri, json.dumps(asking("run-2")).encode(), {})
+    else:  # read as before: the home folder first, the entry's name counts (as it always did)
+        live = Request("POST", uri, json.dumps(asking("run-1")).encode(), {})
+    matcher(live, recorded)
