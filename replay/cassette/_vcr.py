@@ -96,16 +96,10 @@ class AgentReplaySerializer:
                 _UNNAMED, f"cannot be written: {problem.where}: {problem.problem}; {problem.remedy}."
             ) from None
         metadata = cassette_dict.get("metadata") or {}
-        # New episodes of a cassette that records no temp folder: it stays one (its kept requests).
-        as_before = bool(self.loaded_as_before) and any(
-            request_key(i.request.method, i.request.uri, i.request.body_bytes()) in self.loaded_as_before
-            for i in interactions
-        )
+        # Written the new way, whatever was loaded: every fingerprint is computed again as it is
+        # saved, so the cassette reads alike (which requests vcrpy kept, it does not say).
         cassette = Cassette(
-            interactions=interactions,
-            recorded_paths=dict(self.recorded_paths),
-            metadata=dict(metadata),
-            temp_as_before=as_before,
+            interactions=interactions, recorded_paths=dict(self.recorded_paths), metadata=dict(metadata)
         )
         return render_cassette(cassette, _UNNAMED)
 
@@ -113,6 +107,7 @@ class AgentReplaySerializer:
         """vcrpy's version-1 dict for a native or vcrpy cassette text."""
         cassette = loads_cassette(cassette_string, source_name=_UNNAMED)
         as_before = cassette.normalizer().legacy
+        self.loaded_as_before.clear()  # the cassette being loaded, not one loaded before it
         for interaction, key in zip(cassette.interactions, cassette.fingerprints(), strict=True):
             request = interaction.request
             loaded = request_key(request.method, request.uri, request.body_bytes())
@@ -179,7 +174,7 @@ class FingerprintMatcher:
         read = normalizer_for(dict(recorded_paths or {}))
         self._normalizers = {
             False: Normalizer(read.roots, read.home, temp=read.temp),
-            True: Normalizer(read.roots, read.home, legacy=read.temp is None),
+            True: Normalizer(read.roots, read.home, legacy=True),
         }
         self._serializer = serializer
         # vcrpy compares a live request with each stored one in turn: each request object's
