@@ -434,9 +434,10 @@ def test_the_persister_saves_atomically(tmp_path: Path, monkeypatch: pytest.Monk
     assert base64.b64encode(b"v1") not in before and b"body: v1" in before
 
 
+@pytest.mark.parametrize("run_paths_name_temp", [False, True])
 @pytest.mark.parametrize("records_temp", [True, False])
 def test_the_vcr_matcher_reads_a_live_request_as_the_cassette_it_is_compared_with_reads_its_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records_temp: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records_temp: bool, run_paths_name_temp: bool
 ) -> None:
     """TMPDIR inside HOME, a request naming an entry of it (a per-run scratch folder): matched
     against a cassette that records its temp folder, and one written before temp folders were
@@ -460,10 +461,31 @@ def test_the_vcr_matcher_reads_a_live_request_as_the_cassette_it_is_compared_wit
     assert ("temp:" in text) is records_temp
     serializer = AgentReplaySerializer()
     stored = serializer.deserialize(text)["interactions"][0]["request"]
-    matcher = FingerprintMatcher(serializer=serializer)
+    run_paths = {"temp": str(home / "tmp")} if run_paths_name_temp else {}
+    matcher = FingerprintMatcher(recorded_paths=run_paths, serializer=serializer)
     recorded = Request(stored["method"], stored["uri"], stored["body"], stored["headers"])
     if records_temp:  # this run's scratch entry: <tmp> whatever its name
         live = Request("POST", uri, json.dumps(asking("run-2")).encode(), {})
     else:  # read as before: the home folder first, the entry's name counts (as it always did)
         live = Request("POST", uri, json.dumps(asking("run-1")).encode(), {})
     matcher(live, recorded)
+
+
+def test_a_cassette_saved_through_vcrpy_is_written_the_new_way_whatever_was_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vcrpy does not say which requests it kept: a save computes every fingerprint again, and
+    records the temp folder a body names, even when the same request came from a cassette that
+    records none."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    body = {"content": f"read {tmp_path}/scratch/run-1/f.txt"}  # one key: sent in sorted order
+    request = RecordedRequest(method="POST", uri="https://api.anthropic.com/v1/messages", body=body)
+    response = RecordedResponse(status=200, kind=BodyKind.JSON, body={})
+    legacy = dumps_cassette(Cassette(interactions=[Interaction(request, response)], temp_as_before=True))
+    assert "temp:" not in legacy
+    serializer = AgentReplaySerializer()
+    saved = serializer.serialize(serializer.deserialize(legacy))
+    assert f"temp: {tmp_path}/scratch" in saved
+    assert not loads_cassette(saved, source_name="c.yaml").normalizer().legacy
