@@ -83,9 +83,11 @@ class AgentReplaySerializer:
         # (method, uri, body bytes) of each request read -> its fingerprint under the normalizer
         # of the cassette it came from (which vcrpy's request dicts cannot carry).
         self.loaded_fingerprints: dict[bytes, str] = {}
-        # The same keys of requests read from a cassette that records no temp folder: a live
-        # request is compared with one of them read as before (`Normalizer.legacy`).
-        self.loaded_as_before: set[bytes] = set()
+        # The same keys -> whether the cassette it came from records no temp folder: a live
+        # request compared with such a one is read as before (`Normalizer.legacy`). Kept per
+        # request, as the fingerprints are: a cassette stays in use while another is loaded
+        # (nested cassettes, several files merged into one).
+        self.loaded_as_before: dict[bytes, bool] = {}
 
     def serialize(self, cassette_dict: Mapping[str, Any]) -> str:
         """Native YAML for vcrpy's version-1 dict."""
@@ -107,13 +109,11 @@ class AgentReplaySerializer:
         """vcrpy's version-1 dict for a native or vcrpy cassette text."""
         cassette = loads_cassette(cassette_string, source_name=_UNNAMED)
         as_before = cassette.normalizer().legacy
-        self.loaded_as_before.clear()  # the cassette being loaded, not one loaded before it
         for interaction, key in zip(cassette.interactions, cassette.fingerprints(), strict=True):
             request = interaction.request
             loaded = request_key(request.method, request.uri, request.body_bytes())
             self.loaded_fingerprints[loaded] = key
-            if as_before:
-                self.loaded_as_before.add(loaded)
+            self.loaded_as_before[loaded] = as_before
         document: dict[str, Any] = {
             "version": VCRPY_FORMAT_VERSION,
             "interactions": interactions_to_vcrpy(cassette.interactions),
@@ -184,7 +184,9 @@ class FingerprintMatcher:
 
     def __call__(self, r1: Any, r2: Any) -> None:
         """vcrpy's matcher protocol: an ``AssertionError`` saying why the two differ."""
-        as_before = self._as_before(r1) or self._as_before(r2)
+        # vcrpy passes the live request, then the stored one: read both as the stored one's
+        # cassette reads its own.
+        as_before = self._as_before(r2)
         first, second = self.fingerprint_of(r1, as_before=as_before), self.fingerprint_of(r2, as_before=as_before)
         assert first == second, f"fingerprint {first[:12]} != {second[:12]} (method, path, query or body differ)"
 
@@ -193,7 +195,7 @@ class FingerprintMatcher:
             return False
         raw = request.body_bytes if hasattr(request, "body_bytes") else request.body
         body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
-        return request_key(request.method, request.uri, body) in self._serializer.loaded_as_before
+        return self._serializer.loaded_as_before.get(request_key(request.method, request.uri, body), False)
 
     def fingerprint_of(self, request: Any, *, as_before: bool = False) -> str:
         """The fingerprint of a ``vcr.request.Request`` (``as_before``: read as a cassette that

@@ -489,3 +489,34 @@ def test_a_cassette_saved_through_vcrpy_is_written_the_new_way_whatever_was_load
     saved = serializer.serialize(serializer.deserialize(legacy))
     assert f"temp: {tmp_path}/scratch" in saved
     assert not loads_cassette(saved, source_name="c.yaml").normalizer().legacy
+
+
+def test_a_cassette_in_use_is_read_its_own_way_after_another_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nested cassettes, or several files merged into one: loading another does not change how
+    the requests of one that records no temp folder are read."""
+    home = tmp_path / "home"
+    (home / "scratch").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(tempfile, "tempdir", str(home / "scratch"))
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    uri = "https://api.anthropic.com/v1/messages"
+
+    def cassette(text: str, *, as_before: bool) -> str:
+        body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+        request = RecordedRequest(method="POST", uri=uri, headers={"content-type": "application/json"}, body=body)
+        response = RecordedResponse(status=200, kind=BodyKind.JSON, body={})
+        return dumps_cassette(Cassette(interactions=[Interaction(request, response)], temp_as_before=as_before))
+
+    serializer = AgentReplaySerializer()
+    outer = serializer.deserialize(cassette(f"read {home}/scratch/run-1/f.txt", as_before=True))
+    serializer.deserialize(cassette(f"read {home}/scratch/run-9/g.txt", as_before=False))  # loaded while in use
+    stored = outer["interactions"][0]["request"]
+    matcher = FingerprintMatcher(serializer=serializer)
+    live_body = {"model": "m", "messages": [{"role": "user", "content": f"read {home}/scratch/run-1/f.txt"}]}
+    matcher(
+        Request("POST", uri, json.dumps(live_body).encode(), {}),
+        Request(stored["method"], stored["uri"], stored["body"], stored["headers"]),
+    )
