@@ -434,6 +434,17 @@ def test_the_persister_saves_atomically(tmp_path: Path, monkeypatch: pytest.Monk
     assert base64.b64encode(b"v1") not in before and b"body: v1" in before
 
 
+def _temp_folder_inside_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Path:
+    """This process on a machine whose TMPDIR is ``home/name``: the home folder."""
+    home = tmp_path / "home"
+    (home / name).mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(tempfile, "tempdir", str(home / name))
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    return home
+
+
 @pytest.mark.parametrize("run_paths_name_temp", [False, True])
 @pytest.mark.parametrize("records_temp", [True, False])
 def test_the_vcr_matcher_reads_a_live_request_as_the_cassette_it_is_compared_with_reads_its_own(
@@ -442,12 +453,7 @@ def test_the_vcr_matcher_reads_a_live_request_as_the_cassette_it_is_compared_wit
     """TMPDIR inside HOME, a request naming an entry of it (a per-run scratch folder): matched
     against a cassette that records its temp folder, and one written before temp folders were
     recorded, each read its own way."""
-    home = tmp_path / "home"
-    (home / "tmp").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(tempfile, "tempdir", str(home / "tmp"))
-    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
-    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    home = _temp_folder_inside_home(tmp_path, monkeypatch, "tmp")
     uri = "https://api.anthropic.com/v1/messages"
 
     def asking(run: str) -> dict[str, Any]:
@@ -496,12 +502,7 @@ def test_a_cassette_in_use_is_read_its_own_way_after_another_is_loaded(
 ) -> None:
     """Nested cassettes, or several files merged into one: loading another does not change how
     the requests of one that records no temp folder are read."""
-    home = tmp_path / "home"
-    (home / "scratch").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(tempfile, "tempdir", str(home / "scratch"))
-    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
-    monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
+    home = _temp_folder_inside_home(tmp_path, monkeypatch, "scratch")
     uri = "https://api.anthropic.com/v1/messages"
 
     def cassette(text: str, *, as_before: bool) -> str:
