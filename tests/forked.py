@@ -252,7 +252,7 @@ def _fresh_interpreter_state() -> None:
     fingerprints = sys.modules.get("replay.cassette.fingerprints")
     if fingerprints is not None:
         fingerprints._TEMP_FOLDERS = None  # type: ignore[attr-defined]
-        fingerprints._LEGACY_TEMP_ROOTS = None  # type: ignore[attr-defined]
+        fingerprints._LEGACY_TEMP = None  # type: ignore[attr-defined]
 
 
 def _run_main(command: list[str]) -> int:

@@ -180,6 +180,8 @@ class FingerprintMatcher:
         # vcrpy compares a live request with each stored one in turn: each request object's
         # fingerprint is computed once (the entry holds the request, so its id stays its own).
         self._computed: dict[int, tuple[Any, Any, str, bool]] = {}
+        # Each request object's `request_key`, the same way: one SHA-256 of its body, not one a comparison.
+        self._keys: dict[int, tuple[Any, Any, bytes]] = {}
         self.__name__ = MATCHER_NAME  # vcrpy names the matchers that failed by it
 
     def __call__(self, r1: Any, r2: Any) -> None:
@@ -193,9 +195,19 @@ class FingerprintMatcher:
     def _as_before(self, request: Any) -> bool:
         if self._serializer is None or not self._serializer.loaded_as_before:
             return False
+        return self._serializer.loaded_as_before.get(self._key_of(request), False)
+
+    def _key_of(self, request: Any) -> bytes:
         raw = request.body_bytes if hasattr(request, "body_bytes") else request.body
+        cached = self._keys.get(id(request))
+        if cached is not None and cached[0] is request and cached[1] is raw:
+            return cached[2]
         body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
-        return self._serializer.loaded_as_before.get(request_key(request.method, request.uri, body), False)
+        key = request_key(request.method, request.uri, body)
+        if len(self._keys) >= _MATCHER_CACHE_LIMIT:
+            self._keys.clear()
+        self._keys[id(request)] = (request, raw, key)
+        return key
 
     def fingerprint_of(self, request: Any, *, as_before: bool = False) -> str:
         """The fingerprint of a ``vcr.request.Request`` (``as_before``: read as a cassette that
@@ -204,11 +216,11 @@ class FingerprintMatcher:
         cached = self._computed.get(id(request))
         if cached is not None and cached[0] is request and cached[1] is raw and cached[3] is as_before:
             return cached[2]
-        body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
         key = None
         if self._serializer is not None:
-            key = self._serializer.loaded_fingerprints.get(request_key(request.method, request.uri, body))
+            key = self._serializer.loaded_fingerprints.get(self._key_of(request))
         if key is None:
+            body = raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
             parts = urlsplit(request.uri)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
             normalizer = self._normalizers[as_before]

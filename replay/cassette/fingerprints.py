@@ -24,7 +24,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from replay.storage.parsed_json import parsed_encoder
 
@@ -150,22 +150,22 @@ class Normalizer:
         if home not in ("", "/") and home in text:
             text = text.replace(home, "<home>")
         if "/" in text:
-            text = _entries(_legacy_temp_roots()).sub(TEMP_PLACEHOLDER, text)
+            text = _legacy_temp().entries.sub(TEMP_PLACEHOLDER, text)
         return text
 
     def temp_folders(self) -> tuple[str, ...]:
         """The temp folders this normalizer reads: its own, or this process's (`temp_folders`;
         as given only, for a `legacy` one)."""
         if self.legacy:
-            return (tempfile.gettempdir(),)
+            return _legacy_temp().folders
         return self.temp or temp_folders()
 
     def temp_roots(self) -> tuple[str, ...]:
         """The folders whose entries this normalizer replaces with ``<tmp>``, longest first."""
-        return _legacy_temp_roots() if self.legacy else _temp_roots(self.temp_folders())
+        return _legacy_temp().roots if self.legacy else _temp_roots(self.temp_folders())
 
     def _steps(self, home: str, temp: tuple[str, ...]) -> _Steps:
-        # Built once per home and temp folder (the last kept on the normalizer: a hit is two `is`).
+        # Built once per home and temp folder (the last kept on the normalizer: a hit compares two).
         steps = _steps(self.roots, home, temp)
         self._last[:] = [steps]
         return steps
@@ -241,7 +241,7 @@ def digest_normalized(method: str, path: str, normalized: str, *, whole_query: b
 
 
 _TEMP_FOLDERS: tuple[str, ...] | None = None
-_LEGACY_TEMP_ROOTS: tuple[str, ...] | None = None
+_LEGACY_TEMP: _LegacyTemp | None = None
 _HOME: tuple[str, str] | None = None  # $HOME and what ``~`` expands to with it
 
 
@@ -325,12 +325,22 @@ def _steps(roots: tuple[tuple[str, str], ...], home: str, temp: tuple[str, ...])
     return _Steps(home, temp, tuple(ordered), _entries(temp_roots))
 
 
-def _legacy_temp_roots() -> tuple[str, ...]:
-    """The usual temp roots and this process's TMPDIR as given (read once per process)."""
-    global _LEGACY_TEMP_ROOTS
-    if _LEGACY_TEMP_ROOTS is None:
-        _LEGACY_TEMP_ROOTS = _temp_roots((tempfile.gettempdir(),))
-    return _LEGACY_TEMP_ROOTS
+class _LegacyTemp(NamedTuple):
+    """This process's TMPDIR as given, the usual temp roots with it, and their entries' pattern,
+    as `Normalizer.legacy` reads them: read once per process (a replay's every text uses it)."""
+
+    folders: tuple[str, ...]
+    roots: tuple[str, ...]
+    entries: re.Pattern[str]
+
+
+def _legacy_temp() -> _LegacyTemp:
+    global _LEGACY_TEMP
+    if _LEGACY_TEMP is None:
+        folders = (tempfile.gettempdir(),)
+        roots = _temp_roots(folders)
+        _LEGACY_TEMP = _LegacyTemp(folders, roots, _entries(roots))
+    return _LEGACY_TEMP
 
 
 @functools.lru_cache(maxsize=64)

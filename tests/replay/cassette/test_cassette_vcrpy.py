@@ -440,7 +440,7 @@ def _temp_folder_inside_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, na
     (home / name).mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setattr(tempfile, "tempdir", str(home / name))
-    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP", None)
     monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
     return home
 
@@ -484,7 +484,7 @@ def test_a_cassette_saved_through_vcrpy_is_written_the_new_way_whatever_was_load
     records the temp folder a body names, even when the same request came from a cassette that
     records none."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
-    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP", None)
     monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
     body = {"content": f"read {tmp_path}/scratch/run-1/f.txt"}  # one key: sent in sorted order
     request = RecordedRequest(method="POST", uri="https://api.anthropic.com/v1/messages", body=body)

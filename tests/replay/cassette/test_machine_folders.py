@@ -180,11 +180,11 @@ def test_a_cassette_that_records_no_temp_folder_is_read_as_before(text: str, tmp
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", "/home/ana")
         patch.setattr(tempfile, "tempdir", tmpdir)
-        patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+        patch.setattr(fingerprints, "_LEGACY_TEMP", None)
         recorded = normalizer_for({"workspace": "/work/ws"})
         live = replaying(Normalizer.for_paths(workspace=Path("/work/ws")), recorded)
         read = (recorded.text(text), live.text(text))
-        patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+        patch.setattr(fingerprints, "_LEGACY_TEMP", None)
     expected = _folders_as_before(text, (("/work/ws", "<workspace>"),), "/home/ana", tmpdir)
     assert read == (expected, expected)
 
@@ -192,7 +192,7 @@ def test_a_cassette_that_records_no_temp_folder_is_read_as_before(text: str, tmp
 def _this_machine(patch: pytest.MonkeyPatch, home: str, tmpdir: str) -> None:
     patch.setenv("HOME", home)
     patch.setattr(tempfile, "tempdir", tmpdir)
-    patch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    patch.setattr(fingerprints, "_LEGACY_TEMP", None)
     patch.setattr(fingerprints, "_TEMP_FOLDERS", None)
 
 

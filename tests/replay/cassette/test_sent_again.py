@@ -418,7 +418,7 @@ def test_a_temp_folder_inside_home_is_logged_as_the_keyed_path_logs_it(
     one that does as ``<tmp>``; a request sent again is logged as the keyed path logs it."""
     monkeypatch.setenv("HOME", "/home/ana")
     monkeypatch.setattr(tempfile, "tempdir", "/home/ana/tmp")
-    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP_ROOTS", None)
+    monkeypatch.setattr(fingerprints, "_LEGACY_TEMP", None)
     monkeypatch.setattr(fingerprints, "_TEMP_FOLDERS", None)
     bodies = session([{"role": "user", "content": "notes in /home/ana/tmp/run-a/notes.md"}, "ok"])
     cassette = saved_and_loaded(bodies, tmp_path)
