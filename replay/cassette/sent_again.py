@@ -402,7 +402,7 @@ def _plain_object(raw: str) -> bool:
     with no escape but ``\\"``, ``\\\\`` and the short ones for control characters: then ``==``
     between its value and a recorded one is equality of their canonical texts (no ``1 == 1.0 ==
     True``), and its string tokens are written as in its canonical text."""
-    return raw[0] == "{" and "\\u" not in raw and "\\/" not in raw and _NUMBER_OR_BOOLEAN.search(raw) is None
+    return raw[0] == "{" and _plain_value(raw)
 
 
 def _plain_value(raw: str) -> bool:
