@@ -70,6 +70,7 @@ __all__ = [
     "entropy_values",
     "environment_credentials",
     "keyword_values",
+    "may_hold_credentials",
     "private_key_blocks",
     "raw_hint_in",
     "token_values",
@@ -369,6 +370,14 @@ def environment_credentials(environ: Mapping[str, str]) -> dict[str, str]:
         if _CREDENTIAL_NAME.search(name.upper()) or (any_flagged and _flagged(value)):
             known[value] = name.lower().replace("_", "-")
     return known
+
+
+def may_hold_credentials(names: str, values: str) -> bool:
+    """False when `environment_credentials` finds nothing in an environment whose names, joined
+    by NULs, are ``names`` and whose values so joined are ``values``: no name holds one of
+    `CREDENTIAL_NAME_WORDS` and no value a detector's hint (none of which holds a NUL, so none
+    is found across two names or two values)."""
+    return bool(_CREDENTIAL_NAME.search(names.upper())) or raw_hint_in(values.lower()) or _KEY_MARKERS.in_(values)
 
 
 _CREDENTIAL_NAME: Final = re.compile("|".join(map(re.escape, CREDENTIAL_NAME_WORDS)))

@@ -17,9 +17,11 @@ detectors hold no per-call state, so one `Redactor` is safe to share between thr
 from __future__ import annotations
 
 import bisect
+import codecs
 import json
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -31,6 +33,7 @@ from replay.redact.detectors import (
     entropy_values,
     environment_credentials,
     keyword_values,
+    may_hold_credentials,
     private_key_blocks,
     raw_hint_in,
     token_values,
@@ -49,6 +52,7 @@ _NOTHING: Final[frozenset[Detection]] = frozenset()
 _UNSEEN: Final = object()  # a string not yet in a redaction memo
 # The markers `Redactor.may_find_in_raw_text` looks for, in one scan.
 _KEY_MARKERS: Final = Substrings(PRIVATE_KEY_MARKERS)
+_UTF8_FILE_SYSTEM: Final = codecs.lookup(sys.getfilesystemencoding()).name == "utf-8"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +287,26 @@ _CURRENT_LOCK = threading.Lock()
 _LAST: tuple[dict[Any, Any], Redactor] | None = None
 
 
+def _environment_credentials(entries: Sequence[tuple[Any, Any]]) -> dict[str, str]:
+    """`environment_credentials` of the environment's entries as the OS holds them (bytes on
+    POSIX). Most environments name no credential and hold no hint of one: that is told from
+    all names and all values joined, decoded once, before any entry is decoded on its own."""
+    if entries and isinstance(entries[0][0], bytes):
+        if _UTF8_FILE_SYSTEM:
+            # No entry holds a NUL, and UTF-8 decodes the bytes on either side of one as it
+            # would each on its own: every decoded name and value is in these texts.
+            names = b"\0".join(name for name, _ in entries).decode("utf-8", "surrogateescape")
+            values = b"\0".join(value for _, value in entries).decode("utf-8", "surrogateescape")
+            if not may_hold_credentials(names, values):
+                return {}
+        encoding = sys.getfilesystemencoding()  # as `os.environ` decodes
+        entries = [
+            (name.decode(encoding, "surrogateescape"), value.decode(encoding, "surrogateescape"))
+            for name, value in entries
+        ]
+    return environment_credentials(dict(entries))
+
+
 def current_redactor() -> Redactor:
     """The redactor for this process's environment as it is now (cached per environment, so a
     variable set later, by a test say, is known too)."""
@@ -291,10 +315,12 @@ def current_redactor() -> Redactor:
     last = _LAST
     if last is not None and data == last[0]:
         return last[1]
-    snapshot = tuple(sorted(os.environ.items()))
+    # The entries as the OS gave them (bytes on POSIX): decoding each through `os.environ`'s
+    # own methods was most of what a process's first replay paid for its redactor.
+    snapshot = tuple(sorted(data.items() if isinstance(data, dict) else os.environ.items()))
     redactor = _CURRENT.get(snapshot)
     if redactor is None:
-        redactor = Redactor.from_environment(dict(snapshot))
+        redactor = Redactor(_environment_credentials(snapshot))
         with _CURRENT_LOCK:
             if len(_CURRENT) > 16:
                 _CURRENT.clear()

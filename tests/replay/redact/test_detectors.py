@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from replay.redact import detectors
 from replay.redact.detectors import RAW_HINTS, entropy_values, keyword_values, raw_hint_in, token_values
+from replay.redact.redactor import _environment_credentials
 
 EXAMPLES = 3_000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 100
 
@@ -179,3 +180,26 @@ _NAMES = st.sampled_from(["PATH", "LANG", "TERM", "HOME", "MY_TOKEN", "db_passwo
 @example(environ={"X": "PuTTY-User-Key-File-2: ssh-rsa " + "x" * 40})
 def test_the_environment_s_credentials_are_found_as_one_value_at_a_time_finds_them(environ: dict[str, str]) -> None:
     assert detectors.environment_credentials(environ) == _environment_credentials_one_by_one(environ)
+
+
+# Bytes an environment entry may hold (no NUL; a name no ``=``), some of them not UTF-8.
+_RAW_NAMES = st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"\0", b"_").replace(b"=", b"_"))
+_RAW_VALUES = st.binary(max_size=40).map(lambda b: b.replace(b"\0", b"\xff"))
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    environ=st.dictionaries(_NAMES, _VALUES, max_size=8),
+    raw=st.dictionaries(_RAW_NAMES, st.one_of(_RAW_VALUES, _VALUES.map(os.fsencode)), max_size=4),
+)
+@example(environ={"PATH": "/usr/bin:/bin"}, raw={})
+@example(environ={"MY_TOKEN": "abcdefgh12345678"}, raw={})
+@example(environ={"X": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"}, raw={})
+@example(environ={"X": "PuTTY-User-Key-File-2: ssh-rsa " + "x" * 40}, raw={})
+@example(environ={}, raw={b"A\xc3": b"\xa9" + b"x" * 20, b"\xff\xfe_TOKEN": b"value\xe2\x82-12345678"})
+def test_the_environment_as_the_os_holds_it_gives_the_credentials_its_decoded_entries_give(
+    environ: dict[str, str], raw: dict[bytes, bytes]
+) -> None:
+    entries = {**{os.fsencode(name): os.fsencode(value) for name, value in environ.items()}, **raw}
+    decoded = {os.fsdecode(name): os.fsdecode(value) for name, value in entries.items()}  # as os.environ reads
+    assert _environment_credentials(tuple(sorted(entries.items()))) == detectors.environment_credentials(decoded)
