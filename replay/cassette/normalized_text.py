@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["MESSAGES_OPENING", "NormalizedText"]
+__all__ = ["MESSAGES_OPENING", "NormalizedText", "SharedParser"]
 
 MESSAGES_OPENING: Final = '"messages":['
 
@@ -48,3 +48,43 @@ def _member_text(member: str | tuple[str, ...]) -> str:
 
 def _messages_size(elements: tuple[str, ...]) -> int:
     return len(MESSAGES_OPENING) + 1 + sum(map(len, elements)) + max(len(elements) - 1, 0)
+
+
+_UNREAD: Final = object()
+
+
+class SharedParser:
+    """Parses the normalized bodies of one session, each member and message text read once:
+    bodies parsed by one parser share the objects their shared pieces give, so a history re-sent
+    on every request is parsed once, and is the same objects in every body (what
+    `replay.prompt_cache.planner.PrefixPlanner` knows a section by). ``parsed(text)`` equals
+    ``text.parsed()``; what it returns must not be changed. It keeps the pieces of the body
+    before only, whatever the session's length."""
+
+    def __init__(self) -> None:
+        self._members: dict[str, tuple[str, Any]] = {}  # a member's text -> its key and value
+        self._elements: dict[str, Any] = {}  # a message's text -> it
+
+    def parsed(self, text: NormalizedText) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        members: dict[str, tuple[str, Any]] = {}
+        elements: dict[str, Any] = {}
+        for member in text.members:
+            if type(member) is str:
+                found = self._members.get(member)
+                if found is None:
+                    # `"key":value`, parsed as the object it is the one member of.
+                    (found,) = json.loads("{" + member + "}").items()
+                members[member] = found
+                body[found[0]] = found[1]
+            else:
+                messages = []
+                for element in member:
+                    value = self._elements.get(element, _UNREAD)
+                    if value is _UNREAD:
+                        value = json.loads(element)
+                    elements[element] = value
+                    messages.append(value)
+                body["messages"] = messages
+        self._members, self._elements = members, elements
+        return body

@@ -47,6 +47,7 @@ import operator
 import re
 from typing import Any, Final
 
+from replay.cassette.decoded_on_read import DecodedOnRead
 from replay.cassette.fingerprints import (
     Normalizer,
     canonical_json,
@@ -62,7 +63,7 @@ from replay.cassette.request_keys import piece_verdict
 from replay.redact.redactor import Redactor, current_redactor
 from replay.redact.substrings import Substrings
 
-__all__ = ["KeyedOnRead", "LoggedBodies", "SentAgain", "parsed_log_body"]
+__all__ = ["LOGGED_BODY", "KeyedOnRead", "LoggedBodies", "SentAgain", "logged_pieces", "parsed_log_body"]
 
 _MESSAGES: Final = "messages"
 # What separates the pieces of a JSON body: a credential's form holding one could span two.
@@ -300,6 +301,12 @@ class LoggedBodies:
 
     def parsed(self, method: str, path: str, request: RecordedRequest, home: str, redactor: Redactor) -> Any:
         """``request``'s body as the fingerprint reads it under ``home`` and ``redactor``, parsed."""
+        text = self.normalized(request, home, redactor)
+        return text.parsed() if text is not None else self._scrubbed(method, path, request, redactor)
+
+    def normalized(self, request: RecordedRequest, home: str, redactor: Redactor) -> NormalizedText | None:
+        """``request``'s body as the fingerprint reads it under ``home`` and ``redactor``, as its
+        pieces; None when a decoded-string detector finds anything in it (`parsed` scrubs it)."""
         if self._context != (home, redactor):
             self._context = (home, redactor)
             self._normalizer = self._under(home)
@@ -312,14 +319,14 @@ class LoggedBodies:
             if key == _MESSAGES and type(value) is list:
                 elements = tuple(self._text(item, redactor) for item in value)
                 if None in elements:
-                    return self._scrubbed(method, path, request, redactor)
+                    return None
                 members.append(elements)  # type: ignore[arg-type]  # no None left
             else:
                 text, name = self._text(value, redactor), self._name(key, redactor)
                 if text is None or name is None:
-                    return self._scrubbed(method, path, request, redactor)
+                    return None
                 members.append(f"{name}:{text}")
-        return NormalizedText(tuple(members)).parsed()
+        return NormalizedText(tuple(members))
 
     def _under(self, home: str | None) -> Normalizer:
         live = self._live
@@ -378,10 +385,27 @@ class KeyedOnRead:
         """The body as the fingerprint reads it, parsed: what the player logs for a keyed body."""
         return self._bodies.parsed(self._method, self._path, self._request, self._home, self._redactor)
 
+    def normalized(self) -> NormalizedText | None:
+        """The body as the fingerprint reads it, as its pieces (None: read it `parsed`)."""
+        return self._bodies.normalized(self._request, self._home, self._redactor)
+
 
 def parsed_log_body(body: NormalizedText | KeyedOnRead) -> Any:
     """A logged body kept unread (`LoggedRequest.body`), as data."""
     return body.parsed()
+
+
+# `LoggedRequest.body`: a logged body is kept unread, as its pieces, and parsed at the first read.
+LOGGED_BODY: Final = DecodedOnRead((NormalizedText, KeyedOnRead), parsed_log_body)
+
+
+def logged_pieces(logged: object) -> NormalizedText | None:
+    """The body of ``logged`` (a `LoggedRequest`) as its normalized pieces while it is kept
+    unread; None when it has none (read it parsed, as ``logged.body``)."""
+    body = LOGGED_BODY.stored(logged)
+    if type(body) is NormalizedText:
+        return body
+    return body.normalized() if type(body) is KeyedOnRead else None
 
 
 def _same_scalar(value: Any, other: Any) -> bool:

@@ -24,7 +24,6 @@ import httpx2
 
 from replay.cassette._io import load_cassette
 from replay.cassette._model import Cassette
-from replay.cassette.decoded_on_read import DecodedOnRead
 from replay.cassette.fingerprints import (
     Normalizer,
     canonical_json,
@@ -39,7 +38,7 @@ from replay.cassette.jsondiff import differing_paths
 from replay.cassette.normalized_text import NormalizedText
 from replay.cassette.request_keys import RequestKeys
 from replay.cassette.scrub import scrub_bytes
-from replay.cassette.sent_again import KeyedOnRead, SentAgain, parsed_log_body
+from replay.cassette.sent_again import LOGGED_BODY, SentAgain
 from replay.cassette.tool_result_order import tool_results_by_id
 
 __all__ = [
@@ -92,7 +91,7 @@ class LoggedRequest:
     matched: bool = True
     # Parsed from its normalized text at the first read (see `DecodedOnRead`); not in the repr,
     # which asyncio takes of a finished task's result (a session's whole request log).
-    body: Any = field(default=DecodedOnRead((NormalizedText, KeyedOnRead), parsed_log_body), repr=False)
+    body: Any = field(default=LOGGED_BODY, repr=False)
     at: float | None = None
     # Whether the model began answering it (`RecordedResponse.began`): only then is it cached.
     answered: bool = True

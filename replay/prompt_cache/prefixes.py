@@ -27,15 +27,24 @@ from replay.storage.parsed_json import parsed_encoder
 
 __all__ = [
     "LOOKBACK_BLOCKS",
+    "Block",
     "CacheTtl",
     "CacheableBlock",
     "CacheablePrefix",
     "PrefixPlan",
+    "block_line",
+    "block_opening",
+    "breakpoint_ttl",
     "cacheable_blocks",
     "cacheable_prefixes",
+    "compact_size",
     "count_block_marks",
     "estimate_request_tokens",
     "estimate_tokens",
+    "message_blocks",
+    "system_blocks",
+    "tokens_of_size",
+    "tool_blocks",
 ]
 
 # The API checks for a hit at a breakpoint's block and the blocks before it, 20 block
@@ -58,7 +67,12 @@ class CacheTtl(StrEnum):
 def estimate_tokens(data: bytes) -> int:
     """The fake model's token estimate: one token per four bytes, rounded down (how it has always
     counted a request body, so a request without breakpoints reports what it always did)."""
-    return len(data) // _BYTES_PER_TOKEN
+    return tokens_of_size(len(data))
+
+
+def tokens_of_size(size: int) -> int:
+    """`estimate_tokens` of ``size`` bytes."""
+    return size // _BYTES_PER_TOKEN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,38 +155,53 @@ def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
     """The prefix at every block boundary of ``request`` (a parsed Messages API body); fields that
     are not lists or blocks where the API expects them are skipped, not guessed at."""
     blocks = list(_blocks(request))
-    automatic = _ttl(request.get("cache_control"))
+    automatic = breakpoint_ttl(request.get("cache_control"))
     hasher = hashlib.sha256()
     size = 0
     prefixes: list[CacheablePrefix] = []
     place_written: tuple[list[Any] | None, str] = (None, "")  # a message's blocks share their place
     for index, (path, block, place) in enumerate(blocks):
-        mark = block.get("cache_control")
-        ttl = _ttl(mark)
+        if place_written[0] is not place:
+            place_written = (place, block_opening(place))
+        line, length, ttl, _ = block_line(place_written[1], block)
         if ttl is None and automatic is not None and index == len(blocks) - 1:
             ttl = automatic
-        unmarked = block if mark is None and "cache_control" not in block else _unmarked(block)
-        text = _CANONICAL(unmarked).encode()
-        if place_written[0] is not place:
-            # The canonical text of ``place`` without its closing bracket, and a comma.
-            place_written = (place, "[" + "".join(_CANONICAL(part) + "," for part in place))
-        opening = place_written[1]
-        # The canonical text of ``[*place, unmarked]``, the list written item by item.
-        hasher.update(opening.encode() + text + b"]\n")
-        # Tokens count the block as the body carries it, not where it sits: a prefix is then
-        # never longer than the request it starts (`estimate_request_tokens`). Its compact text
-        # is as long as its canonical one (the same members, in another order).
-        size += len(text)
+        hasher.update(line)
+        size += length
         prefixes.append(
             CacheablePrefix(
                 position=index + 1,
                 path=path,
                 digest=hasher.copy().hexdigest(),
-                tokens=size // _BYTES_PER_TOKEN,
+                tokens=tokens_of_size(size),
                 ttl=ttl,
             )
         )
     return PrefixPlan(prefixes=tuple(prefixes))
+
+
+def block_opening(place: list[Any]) -> str:
+    """The canonical text of ``place`` without its closing bracket, and a comma: what every line
+    of a block sitting there starts with."""
+    return "[" + "".join(_CANONICAL(part) + "," for part in place)
+
+
+def block_line(opening: str, block: Mapping[str, Any]) -> tuple[bytes, int, CacheTtl | None, bool]:
+    """A block's line in its prefix's canonical bytes (the canonical text of ``[*place,
+    unmarked]``, the list written item by item, and a newline), how many of them count as its
+    tokens' bytes, its own breakpoint's TTL, and whether it carries a mark (a dict)."""
+    mark = block.get("cache_control")
+    unmarked = block if mark is None and "cache_control" not in block else _unmarked(block)
+    text = _CANONICAL(unmarked).encode()
+    # Tokens count the block as the body carries it, not where it sits: a prefix is then never
+    # longer than the request it starts (`estimate_request_tokens`). Its compact text is as long
+    # as its canonical one (the same members, in another order).
+    return opening.encode() + text + b"]\n", len(text), breakpoint_ttl(mark), isinstance(mark, dict)
+
+
+def compact_size(value: Any) -> int:
+    """How many bytes the compact JSON of ``value`` takes (`estimate_request_tokens` counts them)."""
+    return len(_compact(value))
 
 
 def _unmarked(block: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,35 +210,51 @@ def _unmarked(block: Mapping[str, Any]) -> dict[str, Any]:
 
 def _blocks(request: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], list[Any]]]:
     """(path, block, place) for every cacheable block, in the API's order."""
-    tools = request.get("tools")
+    yield from tool_blocks(request.get("tools"))
+    yield from system_blocks(request.get("system"))
+    messages = request.get("messages")
+    if isinstance(messages, list):
+        for number, message in enumerate(messages):
+            yield from message_blocks(number, message)
+
+
+Block = tuple[str, dict[str, Any], list[Any]]  # (path, block, place)
+
+
+def tool_blocks(tools: object) -> Iterator[Block]:
+    """The blocks of a body's ``tools``: each tool definition."""
     if isinstance(tools, list):
         for index, tool in enumerate(tools):
             if isinstance(tool, dict):
                 yield f"tools[{index}]", tool, ["tools"]
-    system = request.get("system")
+
+
+def system_blocks(system: object) -> Iterator[Block]:
+    """The blocks of a body's ``system``: a string is one text block, a list its blocks."""
     if isinstance(system, str) and system:
         yield "system", {"type": "text", "text": system}, ["system"]
     elif isinstance(system, list):
         for index, block in enumerate(system):
             if isinstance(block, dict):
                 yield f"system[{index}]", block, ["system"]
-    messages = request.get("messages")
-    if not isinstance(messages, list):
+
+
+def message_blocks(number: int, message: object) -> Iterator[Block]:
+    """The blocks of message ``number``: a string content is one text block, a list its blocks."""
+    if not isinstance(message, dict):
         return
-    for number, message in enumerate(messages):
-        if not isinstance(message, dict):
-            continue
-        role, content = message.get("role"), message.get("content")
-        place = ["messages", number, role]
-        if isinstance(content, str):
-            yield f"messages[{number}].content", {"type": "text", "text": content}, place
-        elif isinstance(content, list):
-            for index, block in enumerate(content):
-                if isinstance(block, dict):
-                    yield f"messages[{number}].content[{index}]", block, place
+    role, content = message.get("role"), message.get("content")
+    place = ["messages", number, role]
+    if isinstance(content, str):
+        yield f"messages[{number}].content", {"type": "text", "text": content}, place
+    elif isinstance(content, list):
+        for index, block in enumerate(content):
+            if isinstance(block, dict):
+                yield f"messages[{number}].content[{index}]", block, place
 
 
-def _ttl(mark: object) -> CacheTtl | None:
+def breakpoint_ttl(mark: object) -> CacheTtl | None:
+    """The TTL of a ``cache_control`` mark, None when it is not a breakpoint."""
     if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
         return None
     return CacheTtl.ONE_HOUR if mark.get("ttl") == CacheTtl.ONE_HOUR else CacheTtl.FIVE_MINUTES

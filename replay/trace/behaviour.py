@@ -16,6 +16,8 @@ from typing import Any
 
 from engine import TraceEvent, TraceKind
 from replay.cassette.fingerprints import route_key
+from replay.cassette.normalized_text import SharedParser
+from replay.cassette.sent_again import logged_pieces
 from replay.cassette.transport import LoggedRequest
 from replay.trace.cache_audit import AuditedRequest, CacheAudit, shaping_of
 from replay.trace.request_cache import RequestCache
@@ -218,13 +220,17 @@ def extract_trace(
     trace = BehaviourTrace(session=session)
     pending = list(requests)
     current: PassTrace | None = None
-    audit = CacheAudit()
+    # The logged bodies are parsed for the audit alone, sharing their pieces: each block is
+    # written once however many requests re-send it.
+    audit, reader = CacheAudit(shared_pieces=True), SharedParser()
 
     def take(count: int, purpose: str) -> list[RequestTrace]:
         # A request opens its prompt when it is sent before the prompt's first pass is done.
         opens_prompt = current is None or current.transition is None
         taken = [
-            RequestTrace(purpose, r.fingerprint, r.path, r.matched, cache=_audit(audit, r, purpose, opens_prompt))
+            RequestTrace(
+                purpose, r.fingerprint, r.path, r.matched, cache=_audit(audit, reader, r, purpose, opens_prompt)
+            )
             for r in pending[:count]
         ]
         del pending[:count]
@@ -301,12 +307,19 @@ def extract_trace(
     return trace
 
 
-def _audit(audit: CacheAudit, request: LoggedRequest, purpose: str, opens_prompt: bool) -> RequestCache | None:
+def _audit(
+    audit: CacheAudit, reader: SharedParser, request: LoggedRequest, purpose: str, opens_prompt: bool
+) -> RequestCache | None:
     """The cache audit of a logged Messages API request (None for any other request)."""
-    if route_key(request.path) != _MESSAGES_PATH or not isinstance(request.body, dict):
+    if route_key(request.path) != _MESSAGES_PATH:
+        return None
+    pieces = logged_pieces(request)
+    # A body read already (or scrubbed whole) is its own objects: the audit copies nothing of it.
+    body = reader.parsed(pieces) if pieces is not None else request.body
+    if not isinstance(body, dict):
         return None
     audited = AuditedRequest(
-        body=request.body, at=request.at, purpose=purpose, opens_prompt=opens_prompt, answered=request.answered
+        body=body, at=request.at, purpose=purpose, opens_prompt=opens_prompt, answered=request.answered
     )
     return audit.audit(audited)
 

@@ -15,7 +15,7 @@ context-shaping the loop did in between.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -23,14 +23,8 @@ from typing import Any, Final
 from engine import CompactionTier
 from replay.cassette.jsondiff import differing_paths
 from replay.prompt_cache.cache import PromptCache, minimum_cacheable_tokens
-from replay.prompt_cache.prefixes import (
-    CacheableBlock,
-    CacheablePrefix,
-    cacheable_blocks,
-    cacheable_prefixes,
-    count_block_marks,
-    estimate_request_tokens,
-)
+from replay.prompt_cache.planner import PrefixPlanner, RequestPrefixes, plain_request_prefixes
+from replay.prompt_cache.prefixes import CacheableBlock, CacheablePrefix, cacheable_blocks, count_block_marks
 from replay.trace.request_cache import BreakCause, CacheBreak, RequestCache
 
 __all__ = [
@@ -111,9 +105,15 @@ class _Cached:
 
 
 class CacheAudit:
-    """The audit of one session, request by request in the order they were sent."""
+    """The audit of one session, request by request in the order they were sent. With
+    ``shared_pieces``, the bodies share the objects of the pieces they have in common and none
+    changes once audited (`replay.cassette.normalized_text.SharedParser`): each block is then
+    written once (`PrefixPlanner`), not once per request that re-sends it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, shared_pieces: bool = False) -> None:
+        self._prefixes: Callable[[Mapping[str, Any]], RequestPrefixes] = (
+            PrefixPlanner().plan if shared_pieces else plain_request_prefixes
+        )
         self._cache = PromptCache()
         self._now = 0.0
         self._last: dict[str, _Cached | None] = {}
@@ -131,21 +131,22 @@ class CacheAudit:
         if request.at is not None:
             self._now = max(self._now, request.at)
         model = body.get("model") if isinstance(body.get("model"), str) else ""
-        plan = cacheable_prefixes(body)
+        plan, block_marks, total_tokens = self._prefixes(body)
         marks = plan.breakpoints
         last = marks[-1] if marks else None
         prefix = last.tokens if last is not None else 0
+        cache_marks = int(isinstance(body.get("cache_control"), dict)) + block_marks  # `count_cache_marks`
         if not request.answered:
-            return RequestCache(marks=count_cache_marks(body), prefix=prefix, read=0, written=0, uncached=0)
+            return RequestCache(marks=cache_marks, prefix=prefix, read=0, written=0, uncached=0)
         previous = self._baseline(request.purpose, body)
         cache_break = None
         if previous is not None:
             cache_break = self._break(previous, body, model, plan.prefixes, opens_prompt=request.opens_prompt)
-        usage = self._cache.use(body, model=model, total_tokens=estimate_request_tokens(body), now=self._now, plan=plan)
+        usage = self._cache.use(body, model=model, total_tokens=total_tokens, now=self._now, plan=plan)
         cached = last is not None and last.tokens >= minimum_cacheable_tokens(model)
         self._last[request.purpose] = _Cached(body=body, model=model, mark=last) if cached and last else None
         return RequestCache(
-            marks=count_cache_marks(body),
+            marks=cache_marks,
             prefix=prefix,
             read=usage.cache_read_input_tokens,
             written=usage.cache_creation_input_tokens,

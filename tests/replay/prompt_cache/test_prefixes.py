@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from replay.prompt_cache.prefixes import (
     LOOKBACK_BLOCKS,
     CacheTtl,
-    _ttl,
+    breakpoint_ttl,
     cacheable_blocks,
     cacheable_prefixes,
     estimate_tokens,
@@ -129,10 +129,10 @@ def _prefixes_written_block_by_block(request: dict[str, Any]) -> list[tuple[int,
     """`cacheable_prefixes` as first written: each block as ``json.dumps`` writes ``[*place,
     unmarked]`` (sorted keys) for the digest and the unmarked block (the body's order) for the size."""
     blocks = cacheable_blocks(request)
-    automatic = _ttl(request.get("cache_control"))
+    automatic = breakpoint_ttl(request.get("cache_control"))
     hasher, size, found = hashlib.sha256(), 0, []
     for index, block in enumerate(blocks):
-        ttl = _ttl(block.block.get("cache_control"))
+        ttl = breakpoint_ttl(block.block.get("cache_control"))
         if ttl is None and automatic is not None and index == len(blocks) - 1:
             ttl = automatic
         placed = [*block.place, block.unmarked]
