@@ -4,11 +4,14 @@ behaviour trace from it, and the share of that spent in the cache audit.
 Method
 ------
 Each bundle below ``cassettes/`` (or the ones named) is replayed in process with
-``replay_bundle``; then its behaviour trace is built from the run (``SessionRun.behaviour``,
-which audits every request), and the audit alone is run again over the run's logged requests
-(``audit_requests``: each body is already normalized by the transport, as in the trace).
-Each step is timed ``--repeat`` times and the median is reported; the figures of one run are
-compared with each other, never with another machine's.
+``replay_bundle``, and its behaviour trace built from that fresh run (``SessionRun.behaviour``,
+which audits every request from its logged body, read a piece at a time). Then the audit alone
+is run over the run's logged requests, as the trace runs it (each body's pieces parsed once for
+the session, `SharedParser`, and each block written once, ``CacheAudit(shared_pieces=True)``),
+and the plain way (each body parsed whole and audited on its own, as before the audit was made
+linear): the two must give the same audit. Each step is timed ``--repeat`` times, each time on
+a fresh replay, and the median is reported; the figures of one run are compared with each
+other, never with another machine's.
 
 Run: ``python bench/cache_audit_cost.py --repeat 3`` (or name bundles:
 ``python bench/cache_audit_cost.py cassettes/long-session-crosses-autocompact-twice``)
@@ -22,43 +25,62 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from replay.cassette.normalized_text import SharedParser
+from replay.cassette.sent_again import logged_pieces
 from replay.session.bundle import load_bundle
 from replay.session.session_run import SessionRun, replay_bundle
 from replay.session.verify import find_bundles
-from replay.trace.cache_audit import AuditedRequest, audit_requests
+from replay.trace.cache_audit import AuditedRequest, CacheAudit
+from replay.trace.request_cache import RequestCache
 
 LIBRARY = Path(__file__).resolve().parents[1] / "cassettes"
 T = TypeVar("T")
 
 
-def _median_seconds(step: Callable[[], T], repeat: int) -> tuple[float, T]:
-    timings, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = step()
-        timings.append(time.perf_counter() - started)
-    assert result is not None
-    return statistics.median(timings), result
+def _seconds(step: Callable[[], T]) -> tuple[float, T]:
+    started = time.perf_counter()
+    result = step()
+    return time.perf_counter() - started, result
 
 
-def _audit_only(run: SessionRun) -> int:
-    requests = [
-        AuditedRequest(body=r.body, at=r.at, answered=r.answered)
-        for r in run.requests
-        if r.body is not None and r.path.split("?")[0] == "/v1/messages"
-    ]
-    return len(audit_requests(requests))
+def _messages_requests(run: SessionRun) -> list[Any]:
+    return [r for r in run.requests if r.path.split("?")[0] == "/v1/messages"]
 
 
-def _measure(path: Path, repeat: int) -> tuple[int, float, float, float]:
-    """(audited requests, replay s, trace s, audit s) of one bundle."""
+def _audit_as_the_trace_does(run: SessionRun) -> list[RequestCache]:
+    reader, audit = SharedParser(), CacheAudit(shared_pieces=True)
+    audited = []
+    for r in _messages_requests(run):
+        pieces = logged_pieces(r)
+        body = reader.parsed(pieces) if pieces is not None else r.body
+        audited.append(audit.audit(AuditedRequest(body=body, at=r.at, answered=r.answered)))
+    return audited
+
+
+def _audit_the_plain_way(run: SessionRun) -> list[RequestCache]:
+    audit = CacheAudit()
+    return [audit.audit(AuditedRequest(body=r.body, at=r.at, answered=r.answered)) for r in _messages_requests(run)]
+
+
+def _measure(path: Path, repeat: int) -> tuple[int, float, float, float, float]:
+    """(audited requests, replay s, trace s, audit s, plain audit s) of one bundle: medians of
+    ``repeat`` fresh replays, each traced and audited once (a logged body is parsed when read)."""
     bundle = load_bundle(path)
-    replay_s, run = _median_seconds(lambda: asyncio.run(replay_bundle(bundle)), repeat)
-    trace_s, _ = _median_seconds(lambda: run.behaviour(path.name, bundle.spec.prompts), repeat)
-    audit_s, audited = _median_seconds(lambda: _audit_only(run), repeat)
-    return audited, replay_s, trace_s, audit_s
+    timings: list[tuple[float, float, float, float]] = []
+    audited = 0
+    for _ in range(repeat):
+        replay_s, run = _seconds(lambda: asyncio.run(replay_bundle(bundle)))
+        trace_s, _ = _seconds(lambda run=run: run.behaviour(path.name, bundle.spec.prompts))
+        audit_s, shared = _seconds(lambda run=run: _audit_as_the_trace_does(run))
+        plain_s, plain = _seconds(lambda run=run: _audit_the_plain_way(run))
+        if shared != plain:
+            raise SystemExit(f"{path.name}: the audit as the trace runs it differs from the plain one")
+        audited = len(plain)
+        timings.append((replay_s, trace_s, audit_s, plain_s))
+    replay_s, trace_s, audit_s, plain_s = (statistics.median(column) for column in zip(*timings, strict=True))
+    return audited, replay_s, trace_s, audit_s, plain_s
 
 
 def main() -> None:
@@ -67,8 +89,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     bundles = args.bundles or find_bundles([LIBRARY])
-    print(f"{'bundle':<44} {'requests':>8} {'replay s':>9} {'trace s':>8} {'audit s':>8} {'audit %':>8}")
-    totals = [0, 0.0, 0.0, 0.0]
+    print(
+        f"{'bundle':<44} {'requests':>8} {'replay s':>9} {'trace s':>8} {'audit s':>8} {'audit %':>8} "
+        f"{'plain audit s':>14}"
+    )
+    totals = [0, 0.0, 0.0, 0.0, 0.0]
     for path in bundles:
         row = _measure(path, args.repeat)
         totals = [total + value for total, value in zip(totals, row, strict=True)]
@@ -76,9 +101,11 @@ def main() -> None:
     print(_row("total", *totals))
 
 
-def _row(name: str, audited: float, replay_s: float, trace_s: float, audit_s: float) -> str:
+def _row(name: str, audited: float, replay_s: float, trace_s: float, audit_s: float, plain_s: float) -> str:
     share = 100 * audit_s / (replay_s + trace_s)
-    return f"{name:<44} {int(audited):>8} {replay_s:>9.3f} {trace_s:>8.3f} {audit_s:>8.3f} {share:>7.1f}%"
+    return (
+        f"{name:<44} {int(audited):>8} {replay_s:>9.3f} {trace_s:>8.3f} {audit_s:>8.3f} {share:>7.1f}% {plain_s:>14.3f}"
+    )
 
 
 if __name__ == "__main__":
