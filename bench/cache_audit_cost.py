@@ -6,12 +6,12 @@ Method
 Each bundle below ``cassettes/`` (or the ones named) is replayed in process with
 ``replay_bundle``, and its behaviour trace built from that fresh run (``SessionRun.behaviour``,
 which audits every request from its logged body, read a piece at a time). Then the audit alone
-is run over the run's logged requests, as the trace runs it (each body's pieces parsed once for
-the session, `SharedParser`, and each block written once, ``CacheAudit(shared_pieces=True)``),
-and the plain way (each body parsed whole and audited on its own, as before the audit was made
-linear): the two must give the same audit. Each step is timed ``--repeat`` times, each time on
-a fresh replay, and the median is reported; the figures of one run are compared with each
-other, never with another machine's.
+is run over the run's Messages API requests in order (all as main requests), read as the trace
+reads them (each body's pieces parsed once for the session, `SharedParser`, and each block
+written once, ``CacheAudit(shared_pieces=True)``) and the plain way (each body parsed whole and
+audited on its own, as before the audit was made linear): the two must give the same audit.
+Each step is timed ``--repeat`` times, each time on a fresh replay, and the median is reported;
+the figures of one run are compared with each other, never with another machine's.
 
 Run: ``python bench/cache_audit_cost.py --repeat 3`` (or name bundles:
 ``python bench/cache_audit_cost.py cassettes/long-session-crosses-autocompact-twice``)
@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from replay.cassette.fingerprints import route_key
 from replay.cassette.normalized_text import SharedParser
 from replay.cassette.sent_again import logged_pieces
 from replay.session.bundle import load_bundle
@@ -46,7 +47,8 @@ def _seconds(step: Callable[[], T]) -> tuple[float, T]:
 
 
 def _messages_requests(run: SessionRun) -> list[Any]:
-    return [r for r in run.requests if r.path.split("?")[0] == "/v1/messages"]
+    """The Messages API requests, by their route as the trace tells them."""
+    return [r for r in run.requests if route_key(r.path) == "/v1/messages"]
 
 
 def _audit_as_the_trace_does(run: SessionRun) -> list[RequestCache]:
@@ -55,13 +57,18 @@ def _audit_as_the_trace_does(run: SessionRun) -> list[RequestCache]:
     for r in _messages_requests(run):
         pieces = logged_pieces(r)
         body = reader.parsed(pieces) if pieces is not None else r.body
-        audited.append(audit.audit(AuditedRequest(body=body, at=r.at, answered=r.answered)))
+        if isinstance(body, dict):  # as the trace: no audit for a request without a JSON object
+            audited.append(audit.audit(AuditedRequest(body=body, at=r.at, answered=r.answered)))
     return audited
 
 
 def _audit_the_plain_way(run: SessionRun) -> list[RequestCache]:
     audit = CacheAudit()
-    return [audit.audit(AuditedRequest(body=r.body, at=r.at, answered=r.answered)) for r in _messages_requests(run)]
+    return [
+        audit.audit(AuditedRequest(body=r.body, at=r.at, answered=r.answered))
+        for r in _messages_requests(run)
+        if isinstance(r.body, dict)
+    ]
 
 
 def _measure(path: Path, repeat: int) -> tuple[int, float, float, float, float]:

@@ -368,26 +368,33 @@ def _clean(canonical: str, redactor: Redactor) -> bool:
 _TEXTS_KEPT: Final = 100_000
 
 
+_UNBUILT: Final = object()  # a `KeyedOnRead`'s pieces before they are first built
+
+
 class KeyedOnRead:
     """A logged body answered by `SentAgain`, built (`parsed`) only when it is read: a replay
     alone never reads it, the cache audit does. It is read as it would have been when matched:
     under that moment's home folder and redactor."""
 
-    __slots__ = ("_bodies", "_home", "_method", "_path", "_redactor", "_request")
+    __slots__ = ("_bodies", "_home", "_method", "_path", "_pieces", "_redactor", "_request")
 
     def __init__(
         self, bodies: LoggedBodies, method: str, path: str, request: RecordedRequest, home: str, redactor: Redactor
     ) -> None:
         self._bodies, self._method, self._path, self._request = bodies, method, path, request
         self._home, self._redactor = home, redactor
+        self._pieces: NormalizedText | object | None = _UNBUILT
 
     def parsed(self) -> Any:
         """The body as the fingerprint reads it, parsed: what the player logs for a keyed body."""
         return self._bodies.parsed(self._method, self._path, self._request, self._home, self._redactor)
 
     def normalized(self) -> NormalizedText | None:
-        """The body as the fingerprint reads it, as its pieces (None: read it `parsed`)."""
-        return self._bodies.normalized(self._request, self._home, self._redactor)
+        """The body as the fingerprint reads it, as its pieces (None: read it `parsed`); built
+        once, as every trace of the run reads it."""
+        if self._pieces is _UNBUILT:
+            self._pieces = self._bodies.normalized(self._request, self._home, self._redactor)
+        return self._pieces  # type: ignore[return-value]
 
 
 def parsed_log_body(body: NormalizedText | KeyedOnRead) -> Any:
@@ -401,8 +408,12 @@ LOGGED_BODY: Final = DecodedOnRead((NormalizedText, KeyedOnRead), parsed_log_bod
 
 def logged_pieces(logged: object) -> NormalizedText | None:
     """The body of ``logged`` (a `LoggedRequest`) as its normalized pieces while it is kept
-    unread; None when it has none (read it parsed, as ``logged.body``)."""
-    body = LOGGED_BODY.stored(logged)
+    unread; None when it has none (read it parsed, as ``logged.body``), as for any other object
+    that has a ``body``."""
+    try:
+        body = LOGGED_BODY.stored(logged)
+    except (AttributeError, KeyError):  # not a LoggedRequest
+        return None
     if type(body) is NormalizedText:
         return body
     return body.normalized() if type(body) is KeyedOnRead else None

@@ -373,10 +373,10 @@ def environment_credentials(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def may_hold_credentials(names: str, values: str) -> bool:
-    """False when `environment_credentials` finds nothing in an environment whose names, joined
-    by NULs, are ``names`` and whose values so joined are ``values``: no name holds one of
-    `CREDENTIAL_NAME_WORDS` and no value a detector's hint (none of which holds a NUL, so none
-    is found across two names or two values)."""
+    """Whether `environment_credentials` may find anything in an environment whose names, joined
+    by NULs, are ``names`` and whose values so joined are ``values``. False means it finds
+    nothing: no name holds one of `CREDENTIAL_NAME_WORDS` and no value a detector's hint (none
+    of which holds a NUL, so none is found across two names or two values)."""
     return bool(_CREDENTIAL_NAME.search(names.upper())) or raw_hint_in(values.lower()) or _KEY_MARKERS.in_(values)
 
 
