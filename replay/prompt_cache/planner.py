@@ -28,8 +28,7 @@ from replay.prompt_cache.prefixes import (
     CacheablePrefix,
     CacheTtl,
     PrefixPlan,
-    block_line,
-    block_opening,
+    block_lines,
     breakpoint_ttl,
     cacheable_prefixes,
     compact_size,
@@ -75,22 +74,9 @@ class _Section:
 
 
 def _section(source: object, blocks: Iterable[Block]) -> _Section:
-    paths: list[str] = []
-    lines: list[bytes] = []
-    sizes: list[int] = []
-    ttls: list[CacheTtl | None] = []
-    marks = 0
-    place_written: tuple[list[Any] | None, str] = (None, "")  # a message's blocks share their place
-    for path, block, place in blocks:
-        if place_written[0] is not place:
-            place_written = (place, block_opening(place))
-        line, size, ttl, marked = block_line(place_written[1], block)
-        paths.append(path)
-        lines.append(line)
-        sizes.append(size)
-        ttls.append(ttl)
-        marks += marked
-    return _Section(source, tuple(paths), tuple(lines), tuple(sizes), tuple(ttls), marks, compact_size(source))
+    lines = list(block_lines(blocks))
+    paths, texts, sizes, ttls, marked = zip(*lines, strict=True) if lines else ((), (), (), (), ())
+    return _Section(source, paths, texts, sizes, ttls, sum(marked), compact_size(source))
 
 
 class PrefixPlanner:

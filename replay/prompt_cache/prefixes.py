@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -32,8 +32,7 @@ __all__ = [
     "CacheableBlock",
     "CacheablePrefix",
     "PrefixPlan",
-    "block_line",
-    "block_opening",
+    "block_lines",
     "breakpoint_ttl",
     "cacheable_blocks",
     "cacheable_prefixes",
@@ -154,17 +153,13 @@ _CANONICAL: Final = parsed_encoder(json.JSONEncoder(sort_keys=True, separators=(
 def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
     """The prefix at every block boundary of ``request`` (a parsed Messages API body); fields that
     are not lists or blocks where the API expects them are skipped, not guessed at."""
-    blocks = list(_blocks(request))
+    lines = list(block_lines(_blocks(request)))
     automatic = breakpoint_ttl(request.get("cache_control"))
     hasher = hashlib.sha256()
     size = 0
     prefixes: list[CacheablePrefix] = []
-    place_written: tuple[list[Any] | None, str] = (None, "")  # a message's blocks share their place
-    for index, (path, block, place) in enumerate(blocks):
-        if place_written[0] is not place:
-            place_written = (place, block_opening(place))
-        line, length, ttl, _ = block_line(place_written[1], block)
-        if ttl is None and automatic is not None and index == len(blocks) - 1:
+    for index, (path, line, length, ttl, _) in enumerate(lines):
+        if ttl is None and automatic is not None and index == len(lines) - 1:
             ttl = automatic
         hasher.update(line)
         size += length
@@ -180,13 +175,22 @@ def cacheable_prefixes(request: Mapping[str, Any]) -> PrefixPlan:
     return PrefixPlan(prefixes=tuple(prefixes))
 
 
-def block_opening(place: list[Any]) -> str:
+def block_lines(blocks: Iterable[Block]) -> Iterator[tuple[str, bytes, int, CacheTtl | None, bool]]:
+    """Each block's path and its `_block_line` (a message's place written once for its blocks)."""
+    place_written: tuple[list[Any] | None, str] = (None, "")
+    for path, block, place in blocks:
+        if place_written[0] is not place:
+            place_written = (place, _block_opening(place))
+        yield (path, *_block_line(place_written[1], block))
+
+
+def _block_opening(place: list[Any]) -> str:
     """The canonical text of ``place`` without its closing bracket, and a comma: what every line
     of a block sitting there starts with."""
     return "[" + "".join(_CANONICAL(part) + "," for part in place)
 
 
-def block_line(opening: str, block: Mapping[str, Any]) -> tuple[bytes, int, CacheTtl | None, bool]:
+def _block_line(opening: str, block: Mapping[str, Any]) -> tuple[bytes, int, CacheTtl | None, bool]:
     """A block's line in its prefix's canonical bytes (the canonical text of ``[*place,
     unmarked]``, the list written item by item, and a newline), how many of them count as its
     tokens' bytes, its own breakpoint's TTL, and whether it carries a mark (a dict)."""
