@@ -90,8 +90,11 @@ class AuditedRequest:
 
 def count_cache_marks(body: Mapping[str, Any]) -> int:
     """The ``cache_control`` marks of a body: top level, tools, system blocks, message blocks."""
-    marks = int(isinstance(body.get("cache_control"), dict))
-    return marks + count_block_marks(body)
+    return _top_level_marks(body) + count_block_marks(body)
+
+
+def _top_level_marks(body: Mapping[str, Any]) -> int:
+    return int(isinstance(body.get("cache_control"), dict))
 
 
 @dataclass
@@ -135,7 +138,7 @@ class CacheAudit:
         marks = plan.breakpoints
         last = marks[-1] if marks else None
         prefix = last.tokens if last is not None else 0
-        cache_marks = int(isinstance(body.get("cache_control"), dict)) + block_marks  # `count_cache_marks`
+        cache_marks = _top_level_marks(body) + block_marks  # `count_cache_marks`, its blocks' counted already
         if not request.answered:
             return RequestCache(marks=cache_marks, prefix=prefix, read=0, written=0, uncached=0)
         previous = self._baseline(request.purpose, body)
