@@ -1,23 +1,47 @@
 """Suite-wide guard: tests never reach the network (loopback is allowed for local servers), nor
 write compiled cassette copies into the user's cache; generated tests draw the same examples every
-run; scratch files live in memory where they can; and the order the slowest files start in."""
+run; scratch files live in memory where they can; and what keeps a run fast: the order the slowest
+files start in, the processes the tests start sharing one bytecode cache, the library's modules
+left to Python's own loader, and a young generation of the collector sized for the tests."""
 
 from __future__ import annotations
 
-import functools
-import gc
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
+import sys
 
-import httpcore2  # noqa: F401 (imported up front: see below)
-import pytest
-import typer.main
-import typer.testing
-from hypothesis import settings
+from _pytest.assertion.rewrite import AssertionRewritingHook
 
-from replay.network_guard import NetworkGuard
+
+def leave_libraries_unrewritten() -> None:
+    """pytest rewrites the asserts of every module of an installed pytest plugin's package, and
+    this project's ``engine`` and ``replay`` are one: about 140 modules re-parsed in each process
+    that collects when bytecode is not cached (about 1 s a worker). Their asserts are the library's
+    own invariants, not tests. Done before this file imports anything, through the rewriting hook's
+    private state (a pytest without it just rewrites as before). The other plugins' packages stay
+    marked: a pytester run in this process marks them again, and would warn that a module imported
+    unrewritten cannot be rewritten."""
+    for finder in sys.meta_path:
+        marked, cache = getattr(finder, "_must_rewrite", None), getattr(finder, "_marked_for_rewrite_cache", None)
+        if isinstance(finder, AssertionRewritingHook) and isinstance(marked, set) and isinstance(cache, dict):
+            marked.difference_update(("engine", "replay"))
+            cache.clear()
+
+
+leave_libraries_unrewritten()
+
+import functools  # noqa: E402 (after the rewriting hook is told what to leave)
+import gc  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import httpcore2  # noqa: E402, F401 (imported up front: see below)
+import pytest  # noqa: E402
+import typer.main  # noqa: E402
+import typer.testing  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from replay.network_guard import NetworkGuard  # noqa: E402
 
 # Pytester's in-process runs put sys.modules back as it was when they end: a module first imported
 # during one is dropped, and imported afresh by the next user. httpx2 imports httpcore2 only when it
@@ -74,10 +98,32 @@ if _COMPILED_CACHE not in os.environ:
     os.environ[_COMPILED_CACHE] = _TEST_CACHE
 
 
+# Where bytecode caching is off (`PYTHONDONTWRITEBYTECODE`, as many CI images set), every Python
+# process the tests start (a test project's pytest session and its xdist workers, the command line)
+# compiles this project from source and rewrites pytest's asserts anew: about 2 s a pytest session.
+# Those processes share a bytecode cache in a folder of this run's instead (`PYTHONPYCACHEPREFIX`),
+# so nothing is written beside the sources and the folder goes with the run. Not for this run's own
+# xdist workers: they start together, and a prefix would hide the SDK's installed bytecode from them.
+_BYTECODE_CACHE = "AGENT_REPLAY_TEST_PYCACHE"
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
+    if _BYTECODE_CACHE not in os.environ:
+        _TEST_PYCACHE = tempfile.mkdtemp(prefix="agent-replay-test-pycache-")
+        os.environ[_BYTECODE_CACHE] = _TEST_PYCACHE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    folder = os.environ.get(_BYTECODE_CACHE)
+    starts_workers = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+    if folder is not None and not starts_workers:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = folder
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    cache = globals().get("_TEST_CACHE")
-    if cache is not None and os.environ.get(_COMPILED_CACHE) == cache:
-        shutil.rmtree(cache, ignore_errors=True)
+    for name, variable in (("_TEST_CACHE", _COMPILED_CACHE), ("_TEST_PYCACHE", _BYTECODE_CACHE)):
+        folder = globals().get(name)
+        if folder is not None and os.environ.get(variable) == folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # The slowest files, the slowest first (CPU seconds measured on 2 CPUs). Under
@@ -138,6 +184,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     full collection during the tests would walk it for nothing."""
     gc.enable()
     gc.freeze()
+    # A young generation of 100,000 objects rather than 700: the tests build many short-lived
+    # containers (parsed bodies, YAML nodes, hypothesis' draws), and a collection every 700 of them
+    # cost about 4% of the in-process tests' time.
+    gc.set_threshold(100_000, 50, 100)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
