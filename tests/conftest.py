@@ -42,6 +42,7 @@ import typer.testing  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 from replay.network_guard import NetworkGuard  # noqa: E402
+from tests import bytecode_cache  # noqa: E402
 
 # Pytester's in-process runs put sys.modules back as it was when they end: a module first imported
 # during one is dropped, and imported afresh by the next user. httpx2 imports httpcore2 only when it
@@ -98,32 +99,19 @@ if _COMPILED_CACHE not in os.environ:
     os.environ[_COMPILED_CACHE] = _TEST_CACHE
 
 
-# Where bytecode caching is off (`PYTHONDONTWRITEBYTECODE`, as many CI images set), every Python
-# process the tests start (a test project's pytest session and its xdist workers, the command line)
-# compiles this project from source and rewrites pytest's asserts anew: about 2 s a pytest session.
-# Those processes share a bytecode cache in a folder of this run's instead (`PYTHONPYCACHEPREFIX`),
-# so nothing is written beside the sources and the folder goes with the run. Not for this run's own
-# xdist workers: they start together, and a prefix would hide the SDK's installed bytecode from them.
-_BYTECODE_CACHE = "AGENT_REPLAY_TEST_PYCACHE"
-if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
-    if _BYTECODE_CACHE not in os.environ:
-        _TEST_PYCACHE = tempfile.mkdtemp(prefix="agent-replay-test-pycache-")
-        os.environ[_BYTECODE_CACHE] = _TEST_PYCACHE
+# The processes the tests start share a bytecode cache of the run's (tests/bytecode_cache.py).
+_TEST_PYCACHE = bytecode_cache.make_run_folder()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    folder = os.environ.get(_BYTECODE_CACHE)
-    starts_workers = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
-    if folder is not None and not starts_workers:
-        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-        os.environ["PYTHONPYCACHEPREFIX"] = folder
+    bytecode_cache.share_with_subprocesses(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name, variable in (("_TEST_CACHE", _COMPILED_CACHE), ("_TEST_PYCACHE", _BYTECODE_CACHE)):
-        folder = globals().get(name)
-        if folder is not None and os.environ.get(variable) == folder:
-            shutil.rmtree(folder, ignore_errors=True)
+    cache = globals().get("_TEST_CACHE")
+    if cache is not None and os.environ.get(_COMPILED_CACHE) == cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    bytecode_cache.remove_run_folder(_TEST_PYCACHE)
 
 
 # The slowest files, the slowest first (CPU seconds measured on 2 CPUs). Under
@@ -188,6 +176,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # containers (parsed bodies, YAML nodes, hypothesis' draws), and a collection every 700 of them
     # cost about 4% of the in-process tests' time.
     gc.set_threshold(100_000, 50, 100)
+    bytecode_cache.link_loaded_bytecode()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
