@@ -47,12 +47,16 @@ def share_with_subprocesses(config: pytest.Config) -> None:
         os.environ["PYTHONPYCACHEPREFIX"] = folder
 
 
-def link_loaded_bytecode() -> int:
-    """Links, in the run's folder, the installed bytecode of every module this process has loaded
-    (where a child process would look for it under the prefix); the number of links made."""
-    folder = os.environ.get("PYTHONPYCACHEPREFIX")
-    if folder is None or folder != os.environ.get(FOLDER_VARIABLE) or sys.pycache_prefix is not None:
-        return 0
+def link_loaded_bytecode(folder: str | None = None) -> int:
+    """Links, in ``folder`` (by default the run's, once processes started from here use it), the
+    installed bytecode of every module this process has loaded, where a child process given that
+    prefix looks for it; the number of links made."""
+    if folder is None:
+        folder = os.environ.get("PYTHONPYCACHEPREFIX")
+        if folder is None or folder != os.environ.get(FOLDER_VARIABLE):
+            return 0
+    if sys.pycache_prefix is not None:
+        return 0  # this process's own bytecode paths are under a prefix already
     tag = sys.implementation.cache_tag
     made = 0
     for module in list(sys.modules.values()):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from _pytest.assertion.rewrite import AssertionRewritingHook
-
 
 def leave_libraries_unrewritten() -> None:
     """pytest rewrites the asserts of every module of an installed pytest plugin's package, and
@@ -21,7 +19,7 @@ def leave_libraries_unrewritten() -> None:
     unrewritten cannot be rewritten."""
     for finder in sys.meta_path:
         marked, cache = getattr(finder, "_must_rewrite", None), getattr(finder, "_marked_for_rewrite_cache", None)
-        if isinstance(finder, AssertionRewritingHook) and isinstance(marked, set) and isinstance(cache, dict):
+        if type(finder).__name__ == "AssertionRewritingHook" and isinstance(marked, set) and isinstance(cache, dict):
             marked.difference_update(("engine", "replay"))
             cache.clear()
 
