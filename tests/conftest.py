@@ -1,7 +1,7 @@
 """Suite-wide guard: tests never reach the network (loopback is allowed for local servers), nor
 write compiled cassette copies into the user's cache; generated tests draw the same examples every
 run; scratch files live in memory where they can; and what keeps a run fast: the order the slowest
-files start in, the processes the tests start sharing one bytecode cache, the library's modules
+files start in, the processes the tests start sharing one bytecode cache, the ``replay`` package
 left to Python's own loader, and a young generation of the collector sized for the tests."""
 
 from __future__ import annotations
