@@ -17,11 +17,11 @@ The run's own xdist workers keep their usual cache: they start together, before 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 
 import pytest
+
+from tests.run_folders import folder_for_run
 
 FOLDER_VARIABLE = "AGENT_REPLAY_TEST_PYCACHE"
 
@@ -31,11 +31,7 @@ def make_run_folder() -> str | None:
     caching is on, a prefix is already set, or a parent process made one."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or "PYTHONPYCACHEPREFIX" in os.environ:
         return None
-    if FOLDER_VARIABLE in os.environ:
-        return None
-    folder = tempfile.mkdtemp(prefix="agent-replay-test-pycache-")
-    os.environ[FOLDER_VARIABLE] = folder
-    return folder
+    return folder_for_run(FOLDER_VARIABLE, "agent-replay-test-pycache-")
 
 
 def share_with_subprocesses(config: pytest.Config) -> None:
@@ -78,8 +74,3 @@ def link_loaded_bytecode(folder: str | None = None) -> int:
             return made  # a folder that takes no links: children compile, as before
         made += 1
     return made
-
-
-def remove_run_folder(folder: str | None) -> None:
-    if folder is not None and os.environ.get(FOLDER_VARIABLE) == folder:
-        shutil.rmtree(folder, ignore_errors=True)

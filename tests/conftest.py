@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 
-def leave_libraries_unrewritten() -> None:
+def leave_replay_unrewritten() -> None:
     """pytest rewrites the asserts of every module of an installed pytest plugin's package, and
     ``replay`` is one: about 80 modules re-parsed in each process that collects when bytecode is
     not cached. Their asserts are the library's own invariants, not tests. Done before this file
@@ -24,12 +24,11 @@ def leave_libraries_unrewritten() -> None:
             cache.clear()
 
 
-leave_libraries_unrewritten()
+leave_replay_unrewritten()
 
 import functools  # noqa: E402 (after the rewriting hook is told what to leave)
 import gc  # noqa: E402
 import os  # noqa: E402
-import shutil  # noqa: E402
 import tempfile  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
@@ -41,6 +40,7 @@ from hypothesis import settings  # noqa: E402
 
 from replay.network_guard import NetworkGuard  # noqa: E402
 from tests import bytecode_cache  # noqa: E402
+from tests.run_folders import folder_for_run, remove_folder_of_run  # noqa: E402
 
 # Pytester's in-process runs put sys.modules back as it was when they end: a module first imported
 # during one is dropped, and imported afresh by the next user. httpx2 imports httpcore2 only when it
@@ -92,9 +92,7 @@ if hasattr(typer.testing, "_get_command"):  # typer's own helper; a typer withou
 
 # Compiled cassette copies go to a folder of this run's (subprocesses inherit it), not to ~/.cache.
 _COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"
-if _COMPILED_CACHE not in os.environ:
-    _TEST_CACHE = tempfile.mkdtemp(prefix="agent-replay-test-cache-")
-    os.environ[_COMPILED_CACHE] = _TEST_CACHE
+_TEST_CACHE = folder_for_run(_COMPILED_CACHE, "agent-replay-test-cache-")
 
 
 # The processes the tests start share a bytecode cache of the run's (tests/bytecode_cache.py).
@@ -106,10 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    cache = globals().get("_TEST_CACHE")
-    if cache is not None and os.environ.get(_COMPILED_CACHE) == cache:
-        shutil.rmtree(cache, ignore_errors=True)
-    bytecode_cache.remove_run_folder(_TEST_PYCACHE)
+    remove_folder_of_run(_COMPILED_CACHE, _TEST_CACHE)
+    remove_folder_of_run(bytecode_cache.FOLDER_VARIABLE, _TEST_PYCACHE)
 
 
 # The slowest files, the slowest first (CPU seconds measured on 2 CPUs). Under
