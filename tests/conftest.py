@@ -40,6 +40,7 @@ from hypothesis import settings  # noqa: E402
 
 from replay.network_guard import NetworkGuard  # noqa: E402
 from tests import bytecode_cache  # noqa: E402
+from tests.ctrl_c import restore_ctrl_c  # noqa: E402
 from tests.run_folders import folder_for_run, remove_folder_of_run  # noqa: E402
 
 # Pytester's in-process runs put sys.modules back as it was when they end: a module first imported
@@ -94,6 +95,10 @@ if hasattr(typer.testing, "_get_command"):  # typer's own helper; a typer withou
 _COMPILED_CACHE = "AGENT_REPLAY_CACHE_DIR"
 _TEST_CACHE = folder_for_run(_COMPILED_CACHE, "agent-replay-test-cache-")
 
+
+# Tests stop the processes they start with Ctrl-C, which a run started as a background job would
+# leave them ignoring (tests/ctrl_c.py).
+restore_ctrl_c()
 
 # The processes the tests start share a bytecode cache of the run's (tests/bytecode_cache.py).
 _TEST_PYCACHE = bytecode_cache.make_run_folder()

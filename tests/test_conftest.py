@@ -1,6 +1,7 @@
 """The suite's own set-up: the order its slowest files start in names files that exist, scratch
 files go to memory only where that is a folder they can be written and run in, the library is not
-assert-rewritten, and the processes the tests start share one bytecode cache of the run's."""
+assert-rewritten, the processes the tests start share one bytecode cache of the run's, and a run
+started with Ctrl-C ignored gives it back to them."""
 
 from __future__ import annotations
 
@@ -77,3 +78,32 @@ def test_the_installed_bytecode_a_process_loaded_is_linked_and_read_by_the_proce
     )
     assert child.stdout.strip() == str(link)  # where the child looked ...
     assert link.is_symlink() and os.readlink(link) == installed  # ... and it read the link: nothing compiled
+
+
+_GRANDCHILD = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+
+
+@pytest.mark.parametrize("restored", [True, False])
+def test_a_run_started_with_ctrl_c_ignored_gives_the_processes_it_starts_ctrl_c_again(restored: bool) -> None:
+    # As a shell's background job starts: SIGINT ignored, and ignored in everything it executes.
+    script = f"""
+import signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from tests.ctrl_c import restore_ctrl_c
+print(restore_ctrl_c() if {restored} else None)
+sys.stdout.flush()
+subprocess.run([sys.executable, "-c", {_GRANDCHILD!r}], check=True)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert result.stdout.split() == (["True", "True"] if restored else ["None", "False"])
+
+
+def test_ctrl_c_is_left_alone_where_it_was_not_ignored() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", f"from tests.ctrl_c import restore_ctrl_c; print(restore_ctrl_c()); {_GRANDCHILD}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert result.stdout.split() == ["False", "True"]
