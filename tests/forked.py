@@ -8,7 +8,7 @@ importing the SDK and the engine before it does anything. The child is set up th
 interpreter would be: the descriptors it was given and no others (the rest point at /dev/null,
 as close-on-exec would have closed them), default signal handling, fresh standard streams, no
 running event loop, no test-run logging or warning capture, the environment and folder asked
-for; it runs the module, code or script as ``__main__`` and leaves without running this
+for, bytecode read and written where that environment says; it runs the module, code or script as ``__main__`` and leaves without running this
 process's exit handlers.
 
 Tests that are about a fresh interpreter (what it imports, its memory, what /proc shows of it)
@@ -249,6 +249,11 @@ def _fresh_interpreter_state() -> None:
     sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "AssertionRewritingHook"]
     # Caches of the environment a new process would read afresh.
     tempfile.tempdir = None
+    # Where a new interpreter reads and writes bytecode, from its environment: a child given the
+    # run's cache (tests/bytecode_cache.py) compiles what it imports first into it, once for the
+    # run, not from source in every child.
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    sys.pycache_prefix = os.environ.get("PYTHONPYCACHEPREFIX") or None
     fingerprints = sys.modules.get("replay.cassette.fingerprints")
     if fingerprints is not None:
         fingerprints._TEMP_FOLDERS = None  # type: ignore[attr-defined]

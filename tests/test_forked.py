@@ -32,6 +32,28 @@ def test_code_runs_as_main_in_its_own_process_with_the_folder_and_environment_gi
     assert int(pid) != os.getpid()
 
 
+@pytest.mark.parametrize("prefixed", [True, False])
+def test_a_child_reads_and_writes_bytecode_as_its_environment_says_a_new_interpreter_would(
+    tmp_path: Path, prefixed: bool
+) -> None:
+    module = tmp_path / "made_here.py"
+    module.write_text("ANSWER = 42\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    env |= {"PYTHONPYCACHEPREFIX": str(tmp_path / "cache")} if prefixed else {"PYTHONDONTWRITEBYTECODE": "1"}
+    code = "import sys, made_here; print(sys.pycache_prefix, sys.dont_write_bytecode, made_here.ANSWER)"
+
+    done = forked.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in (tmp_path / "cache").rglob("*.pyc"))
+    if prefixed:
+        assert done.stdout == f"{tmp_path / 'cache'} False 42\n"
+        assert written == [f"made_here.{sys.implementation.cache_tag}.pyc"]
+    else:
+        assert done.stdout == "None True 42\n" and written == []
+    assert not (tmp_path / "__pycache__").exists()
+
+
 def test_a_module_runs_as_main_reading_its_stdin() -> None:
     done = forked.run([sys.executable, "-m", "json.tool"], input='{"a": 1}', capture_output=True, text=True, check=True)
 
