@@ -8,8 +8,8 @@ importing the SDK and the engine before it does anything. The child is set up th
 interpreter would be: the descriptors it was given and no others (the rest point at /dev/null,
 as close-on-exec would have closed them), default signal handling, fresh standard streams, no
 running event loop, no test-run logging or warning capture, the environment and folder asked
-for, bytecode read and written where that environment says; it runs the module, code or script as ``__main__`` and leaves without running this
-process's exit handlers.
+for, bytecode read and written where that environment says; it runs the module, code or script
+as ``__main__`` and leaves without running this process's exit handlers.
 
 Tests that are about a fresh interpreter (what it imports, its memory, what /proc shows of it)
 keep using ``subprocess``.
