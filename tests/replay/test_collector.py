@@ -1,8 +1,9 @@
 """`collector_paused`: the cyclic collector is off inside the block and as it was after it; with
 ``long_lived`` what the block made goes to the oldest generation (not garbage forever: a full
-collection still frees it), unless someone has objects frozen. `set_aside_for_the_process`: what
-was made before is out of every later collection, what is made after is collected.
-`no_collection_at_exit`: a process that exits freezes its objects first."""
+collection still frees it) in a process the command line owns, unless someone has objects
+frozen. `set_aside_for_the_process`: what was made before is out of every later collection, what
+is made after is collected. `no_collection_at_exit`: a process that exits freezes its objects
+first."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def test_a_collector_already_off_stays_off() -> None:
 
 LONG_LIVED = """
 import gc, weakref
-from replay.collector import collector_paused
+from replay.collector import collector_paused, command_owns_the_process
 
 def generation_of(obj):
     return next((g for g in range(3) if any(found is obj for found in gc.get_objects(generation=g))), None)
@@ -51,6 +52,10 @@ class Node:
     def __init__(self):
         self.me = self  # a cycle: only the cyclic collector frees it
 
+with collector_paused(long_lived=True):
+    made = [[]]
+print("not owned:", generation_of(made))
+command_owns_the_process()
 with collector_paused(long_lived=True):
     made, node = [[]], Node()
 print("made:", generation_of(made), gc.isenabled(), gc.get_freeze_count())
@@ -71,6 +76,7 @@ def test_what_a_long_lived_block_made_goes_to_the_oldest_generation_and_is_still
     lines = run_python(LONG_LIVED)
 
     assert lines == [
+        "not owned: 0",  # a program calling the command line in process keeps its generations
         "made: 2 True 0",  # the oldest generation, the collector on, nothing left frozen
         "garbage freed: True",  # a full collection still frees it
         "frozen before: None 0",  # still frozen (theirs to thaw), and made as without long_lived
