@@ -15,7 +15,6 @@ import multiprocessing
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,18 +24,13 @@ from replay.fake.scenario import Scenario
 from replay.session.recording import record_bundle
 from replay.session.session_run import replay_bundle
 from replay.session.verify import MATCH, BundleSummary, start_workers, verify_bundles
-from replay.trace.behaviour import render_text
+from tests.replay.session.concurrency_jobs import PRELOAD, record_in_process, replay_once, tool_use
 
 REPLAYS = 8
 # Not forked from the test process, which may be running threads (servers of other tests): a
 # fork server, started clean, imports the engine once and forks each worker from there.
 WORKERS = multiprocessing.get_context("forkserver")
-WORKERS.set_forkserver_preload(["replay.session.session_run", "replay.session.verify"])
-
-
-def tool_use(name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"tool_use": {"name": name, "input": tool_input}}
-
+WORKERS.set_forkserver_preload(PRELOAD)
 
 ORDER_SENSITIVE = [
     {"content": [tool_use("Bash", command="echo run >> log.txt && wc -l < log.txt && sleep 0.2")]},
@@ -74,12 +68,6 @@ def bundle(recorded: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "order-sensitive"
     shutil.copytree(recorded, copy)
     return copy
-
-
-def replay_once(path: str) -> tuple[str, str]:
-    """In a worker process: replay the bundle and give back its transcript and trace text."""
-    run = asyncio.run(replay_bundle(Path(path)))
-    return run.transcript, render_text(run.behaviour("order-sensitive", ("work",)))
 
 
 def test_the_scenario_would_notice_a_shared_workspace(bundle: Path) -> None:
@@ -129,39 +117,6 @@ async def test_replays_in_one_process_at_once_do_not_interfere_either(bundle: Pa
 
 # ---------------------------------------------------------------------------------------------
 # Two recordings at once
-
-
-def turns_for(name: str, rounds: int, meeting: Path) -> list[dict[str, Any]]:
-    """``rounds`` tool rounds. The first one waits, in its Bash call, until the other recording
-    has reached its own first round too, so the two overlap by construction (nothing is timed)."""
-    # Marker files named by side, not by recording: a body must never name the other recording.
-    mine, theirs = ("side-1", "side-2") if name == "zebra" else ("side-2", "side-1")
-    meet = f"touch {meeting}/{mine}.up; while [ ! -e {meeting}/{theirs}.up ]; do sleep 0.01; done; "
-    turns: list[dict[str, Any]] = [
-        {"content": [{"text": f"{name} round {n}"}, tool_use("Bash", command=f"{meet * (n == 0)}echo {name}-{n}")]}
-        for n in range(rounds)
-    ]
-    return [*turns, {"content": [{"text": f"{name} is done."}]}]
-
-
-def record_in_process(out: str, name: str, rounds: int, barrier: Any, results: Any) -> None:
-    """In a child process: wait for the other recorder, then record, and report how it went."""
-    workspace = Path(out).parent / f"{name}-workspace"
-    workspace.mkdir()
-    barrier.wait(timeout=60)
-    try:
-        asyncio.run(
-            record_bundle(
-                Path(out),
-                prompts=[f"Task for {name}"],
-                scenario=Scenario.from_list(turns_for(name, rounds, Path(out).parent)),
-                workspace=workspace,
-            )
-        )
-    except BaseException as exc:
-        results.put((name, repr(exc)))
-        raise
-    results.put((name, None))
 
 
 def test_two_recordings_in_two_processes_at_once_keep_only_their_own_interactions(tmp_path: Path) -> None:
