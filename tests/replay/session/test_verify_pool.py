@@ -54,8 +54,16 @@ def test_a_worker_that_dies_gives_its_item_an_error_and_is_replaced() -> None:
 
 
 def test_a_job_past_the_timeout_is_stopped_and_reported_and_the_rest_still_run() -> None:
-    with WorkerPool(echo, 2, timeout=2) as pool:
-        outcomes = pool.run(["hang", "a", "b", "c"])
+    # The pool's clock passes the timeout once the other worker has answered the three quick items:
+    # the hung job is late then, and only then, however fast the machine (nobody waits 2 s).
+    now = [0.0]
+
+    def answered(outcome: Outcome[tuple[str, int]]) -> None:
+        if outcome.item == "c":
+            now[0] += 10
+
+    with WorkerPool(echo, 2, timeout=2, clock=lambda: now[0]) as pool:
+        outcomes = pool.run(["hang", "a", "b", "c"], on_outcome=answered)
         again = pool.run(["d", "e"])  # the killed worker was replaced
 
     assert outcomes[0].error == "hang: still running after 2 s, so it was stopped."
