@@ -208,25 +208,45 @@ class Redactor:
         """A JSON value with every string (keys too) redacted: a copy, or the value itself when
         nothing in it is secret. With a ``memo`` (a string's redacted form, or None when it has
         nothing to redact; for one pass over many values) each distinct string is redacted once."""
-        if isinstance(value, str):
-            if memo is None:
-                return self.redact_text(value)
-            redacted = memo.get(value, _UNSEEN)
+        seen: dict[str, str | None] = {} if memo is None else memo
+        redact_text = self.redact_text
+
+        def text(string: str) -> str:
+            redacted = seen.get(string, _UNSEEN)
             if redacted is _UNSEEN:
-                found = self.redact_text(value)
-                redacted = memo[value] = None if found == value else found
-            return value if redacted is None else redacted
-        if isinstance(value, Mapping):
-            items = [(self.redact_value(k, memo), self.redact_value(v, memo)) for k, v in value.items()]
-            if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
-                return value
-            return dict(items)
-        if isinstance(value, list):
-            redacted_items = [self.redact_value(item, memo) for item in value]
-            if all(new is old for new, old in zip(redacted_items, value, strict=True)):
-                return value
-            return redacted_items
-        return value
+                found = redact_text(string)
+                redacted = seen[string] = None if found == string else found
+            return string if redacted is None else redacted
+
+        def walk(item: Any) -> Any:
+            # A copy is made only from the first member that changes: a body's strings are
+            # mostly repeats the memo answers, and most bodies hold no secret at all.
+            if isinstance(item, str):
+                return text(item)
+            if isinstance(item, list):
+                members: list[Any] | None = None
+                for index, member in enumerate(item):
+                    new_member = walk(member)
+                    if members is None:
+                        if new_member is member:
+                            continue
+                        members = item[:index]
+                    members.append(new_member)
+                return item if members is None else members
+            if isinstance(item, dict | Mapping):  # a dict first: the abstract check is slower
+                pairs: list[tuple[Any, Any]] | None = None
+                for index, (key, member) in enumerate(item.items()):
+                    new_key = text(key) if isinstance(key, str) else walk(key)
+                    new_member = walk(member)
+                    if pairs is None:
+                        if new_key is key and new_member is member:
+                            continue
+                        pairs = list(item.items())[:index]
+                    pairs.append((new_key, new_member))
+                return item if pairs is None else dict(pairs)
+            return item
+
+        return walk(value)
 
     def locate(self, text: str, *, binary: bool = False) -> list[tuple[int, int, Detection]]:
         """Where each secret of ``text`` is: (1-based line, 1-based column, detection), in

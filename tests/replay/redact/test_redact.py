@@ -347,6 +347,30 @@ def test_a_json_escaped_value_is_redacted_too() -> None:
     assert json.loads(redacted) == {"output": "DB=[REDACTED:db-password]\nPEM=[REDACTED:private-key]"}
 
 
+def test_a_json_value_is_redacted_in_every_string_keys_too_and_shared_where_nothing_is_secret() -> None:
+    redactor = Redactor({"tok.4Pz8Qm2Xv6Lw9Tr3": "my-service-token"})
+    clean = {"role": "user", "content": [{"type": "text", "text": "nothing to hide"}]}
+    value = {
+        "messages": [clean, {"role": "user", "content": f"use {GITHUB_TOKEN}"}],
+        "tok.4Pz8Qm2Xv6Lw9Tr3": ["x", 1, None, True, 2.5],
+        "after": [clean],
+    }
+    memo: dict[str, str | None] = {}
+
+    redacted = redactor.redact_value(value, memo)
+
+    assert redacted == {
+        "messages": [clean, {"role": "user", "content": "use [REDACTED:github-token]"}],
+        "[REDACTED:my-service-token]": ["x", 1, None, True, 2.5],
+        "after": [clean],
+    }
+    assert list(redacted) == ["messages", "[REDACTED:my-service-token]", "after"], "keys keep their order"
+    assert redacted["messages"][0] is clean and redacted["after"] is value["after"], "what holds no secret is shared"
+    assert value["messages"][1]["content"] == f"use {GITHUB_TOKEN}", "the value itself is left as it was"
+    assert redactor.redact_value(clean) is clean
+    assert memo["nothing to hide"] is None and memo[f"use {GITHUB_TOKEN}"] == "use [REDACTED:github-token]"
+
+
 def test_credential_variables_are_known_by_name_or_by_value_and_short_values_are_ignored() -> None:
     redactor = Redactor.from_environment(
         {
