@@ -15,7 +15,12 @@ The "start" row is `replay verify` of one small bundle (the demo, replayed in th
 about what both settings pay before a worker can begin (interpreter, imports) and after the
 last one ends, so the ratio is about (start + replays) / (start + replays / 2): the "at best"
 row is that with the bound's workers, and the "part after the start" row the speed-up of the rest of
-the run (how well the two workers share the replays, whatever the start costs).
+the run (how well the two workers share the replays, whatever the start costs). The rows after
+it say what the start would have to be for these workers to reach the target, and how much of
+the start is `import anthropic` alone (beyond `python -c pass`, with the collector paused as the
+command line pauses it), with the share of that import
+that is the SDK's beta surface (modules with "beta" in their names, which the package's own
+`__init__` imports whether or not a program uses them).
 
 Bytecode: an installed package runs from cached bytecode (pip compiles it at install time, and
 Python caches what it compiles), but a machine may turn that off (`PYTHONDONTWRITEBYTECODE=1`,
@@ -110,6 +115,23 @@ def sdk_loaded(args: list[str]) -> set[str]:
     return set(result.stderr.split()) & SDK_MODULES
 
 
+def sdk_modules() -> tuple[int, int, float]:
+    """The modules ``import anthropic`` loads in a fresh process, how many of them are the SDK's
+    beta surface (a module whose dotted name has "beta" in a part), and their share of the
+    import's own time (the sum of the modules' self times under ``-X importtime``, which slows
+    every import alike)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import anthropic"], capture_output=True, text=True, check=True
+    )
+    own: dict[str, int] = {}
+    for line in result.stderr.splitlines():
+        fields = line.removeprefix("import time:").split("|")
+        if len(fields) == 3 and fields[0].strip().isdigit():
+            own[fields[2].strip()] = int(fields[0])
+    beta = {name: us for name, us in own.items() if any("beta" in part for part in name.split("."))}
+    return len(own), len(beta), sum(beta.values()) / max(sum(own.values()), 1)
+
+
 def row(name: str, measured: str, target: str, ok: bool) -> None:
     print(f"{name:<44} {measured:>16} {target:>12}  {'PASS' if ok else 'FAIL'}")
 
@@ -133,12 +155,18 @@ def main() -> None:
         copies = sorted(library.iterdir())
         one_bundle = next((path for path in copies if path.name.endswith("-demo")), copies[0])
         start: list[float] = []
+        bare: list[float] = []
+        sdk: list[float] = []
         for _ in range(args.runs):
             for cached, jobs in times:
                 wall, used = time_verify(replay, library, jobs, envs[cached])
                 times[cached, jobs].append(wall)
                 cpu[cached, jobs].append(used)
             start.append(time_verify(replay, one_bundle, 1, envs[True])[0])
+            # `import anthropic` beyond an empty interpreter, beside the start and in its setting:
+            # with the collector paused, as the command line imports it (replay/collector.py)
+            bare.append(timed([sys.executable, "-c", "pass"], envs[True])[0])
+            sdk.append(timed([sys.executable, "-c", "import gc; gc.disable(); import anthropic"], envs[True])[0])
         scrub_check = [replay, "scrub", "--check", str(library / f"00-{names[0]}")]
         startup: dict[str, list[float]] = {"python -c pass": [], "replay --help": [], "replay scrub --check": []}
         for _ in range(max(args.runs, 5)):
@@ -149,6 +177,7 @@ def main() -> None:
             "replay --help": sdk_loaded(["--help"]),
             "replay scrub --check": sdk_loaded(scrub_check[1:]),
         }
+        modules, beta_modules, beta_share = sdk_modules()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"replay verify on {args.bundles} bundles ({len(names)} of the library, then again), whole process, "
@@ -181,6 +210,19 @@ def main() -> None:
     at_best = (started + total) / (started + total / bound)
     print(f"{'   (at best with this start, these bundles)':<44} {at_best:>15.2f}x")
     print(f"{'   (the part after the start)':<44} {(one - started) / (two - started):>15.2f}x")
+    # The start at which the target is reached, (s + rest1) / (s + rest2) >= target: with two
+    # workers that halve the rest, and with these workers' rest as measured.
+    for workers, rest in (("the rest halved", (one - started) / 2), ("the rest as measured", two - started)):
+        needed = ((one - started) - TARGET_RATIO * rest) / (TARGET_RATIO - 1)
+        shown = f"{needed:.2f} s" if needed > 0 else "none"
+        print(f"{f'   (start needed: {workers})':<44} {shown:>16}")
+    print(f"{'   (the start measured)':<44} {started:>14.2f} s")
+    imported = statistics.median(sdk) - statistics.median(bare)
+    print(f"{'   (of it, import anthropic: its own part)':<44} {imported:>14.2f} s")
+    print(
+        f"{'   (its beta modules, of all it loads)':<44} {f'{beta_modules:,} of {modules:,}':>16}"
+        f"  {beta_share:.0%} of the import's own time"
+    )
     extra = statistics.median(cpu[True, 2]) / statistics.median(cpu[True, 1])
     print(f"{'   (CPU time of --jobs 2 / --jobs 1)':<44} {extra:>15.2f}x")
     help_median = statistics.median(startup["replay --help"])
