@@ -16,10 +16,10 @@ about what both settings pay before a worker can begin (interpreter, imports) an
 last one ends, so the ratio is about (start + replays) / (start + replays / 2): the "at best"
 row is that with the bound's workers, and the "part after the start" row the speed-up of the rest of
 the run (how well the two workers share the replays, whatever the start costs). The rows after
-it say what the start would have to be for these workers to reach the target, and how much of
-the start is `import anthropic` alone (beyond `python -c pass`, with the collector paused as the
-command line pauses it), with the share of that import
-that is the SDK's beta surface (modules with "beta" in their names, which the package's own
+it say what the start would have to be for the target, with two workers halving the rest of the
+run and with these workers as measured; what `import anthropic` alone costs beside it (beyond
+`python -c pass`, the collector paused as the command line pauses it); and how much of that
+import is the SDK's beta surface (modules with "beta" in their names, which the package's own
 `__init__` imports whether or not a program uses them).
 
 Bytecode: an installed package runs from cached bytecode (pip compiles it at install time, and
@@ -216,9 +216,8 @@ def main() -> None:
         needed = ((one - started) - TARGET_RATIO * rest) / (TARGET_RATIO - 1)
         shown = f"{needed:.2f} s" if needed > 0 else "none"
         print(f"{f'   (start needed: {workers})':<44} {shown:>16}")
-    print(f"{'   (the start measured)':<44} {started:>14.2f} s")
     imported = statistics.median(sdk) - statistics.median(bare)
-    print(f"{'   (of it, import anthropic: its own part)':<44} {imported:>14.2f} s")
+    print(f"{'   (import anthropic alone, beside the start)':<44} {imported:>14.2f} s")
     print(
         f"{'   (its beta modules, of all it loads)':<44} {f'{beta_modules:,} of {modules:,}':>16}"
         f"  {beta_share:.0%} of the import's own time"
