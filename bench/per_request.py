@@ -61,11 +61,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest.mock import patch
 
 import httpx2
 from fresh_process import in_fresh_child  # beside this script
 
 from replay.cassette import Cassette, load_cassette, save_cassette
+from replay.cassette._compiled import CACHE_ENV
 from replay.cassette.interaction import Interaction
 from replay.cassette.raw_keys import raw_body_keys
 from replay.cassette.transport import CassettePlayer, CassetteTransport
@@ -178,7 +180,7 @@ async def _cold_and_bare(
 ) -> tuple[float, float]:
     """In a fresh child: one replay of the cassette file, loaded from its YAML, and one bare pass
     over interactions of its own, in the order given."""
-    os.environ["AGENT_REPLAY_CACHE_DIR"] = "off"  # no compiled copy written beside the user's
+    os.environ[CACHE_ENV] = "off"  # no compiled copy written beside the user's
     cassette = load_cassette(cassette_file)
     sent = make_interactions()
     # What the client sends (a cassette stores a body's keys sorted; the client's order is its own).
@@ -269,15 +271,8 @@ def _loaded(cassette: Cassette) -> Cassette:
     with tempfile.TemporaryDirectory(prefix="per-request-loaded-") as folder:
         path = Path(folder) / "cassette.yaml"
         save_cassette(Cassette(interactions=cassette.interactions), path)
-        previous = os.environ.get("AGENT_REPLAY_CACHE_DIR")
-        os.environ["AGENT_REPLAY_CACHE_DIR"] = "off"  # no compiled copy written beside the temp file
-        try:
+        with patch.dict(os.environ, {CACHE_ENV: "off"}):  # no compiled copy of a temp file
             return load_cassette(path)
-        finally:
-            if previous is None:
-                del os.environ["AGENT_REPLAY_CACHE_DIR"]
-            else:
-                os.environ["AGENT_REPLAY_CACHE_DIR"] = previous
 
 
 def print_per_request(rows: Sequence[PerRequestRow]) -> None:

@@ -155,7 +155,6 @@ def main() -> None:
         copies = sorted(library.iterdir())
         one_bundle = next((path for path in copies if path.name.endswith("-demo")), copies[0])
         start: list[float] = []
-        bare: list[float] = []
         sdk: list[float] = []
         for _ in range(args.runs):
             for cached, jobs in times:
@@ -163,9 +162,8 @@ def main() -> None:
                 times[cached, jobs].append(wall)
                 cpu[cached, jobs].append(used)
             start.append(time_verify(replay, one_bundle, 1, envs[True])[0])
-            # `import anthropic` beyond an empty interpreter, beside the start and in its setting:
-            # with the collector paused, as the command line imports it (replay/collector.py)
-            bare.append(timed([sys.executable, "-c", "pass"], envs[True])[0])
+            # `import anthropic` beside the start and in its setting: with the collector paused, as
+            # the command line imports it (replay/collector.py)
             sdk.append(timed([sys.executable, "-c", "import gc; gc.disable(); import anthropic"], envs[True])[0])
         scrub_check = [replay, "scrub", "--check", str(library / f"00-{names[0]}")]
         startup: dict[str, list[float]] = {"python -c pass": [], "replay --help": [], "replay scrub --check": []}
@@ -216,7 +214,7 @@ def main() -> None:
         needed = ((one - started) - TARGET_RATIO * rest) / (TARGET_RATIO - 1)
         shown = f"{needed:.2f} s" if needed > 0 else "none"
         print(f"{f'   (start needed: {workers})':<44} {shown:>16}")
-    imported = statistics.median(sdk) - statistics.median(bare)
+    imported = statistics.median(sdk) - statistics.median(startup["python -c pass"])
     print(f"{'   (import anthropic alone, beside the start)':<44} {imported:>14.2f} s")
     print(
         f"{'   (its beta modules, of all it loads)':<44} {f'{beta_modules:,} of {modules:,}':>16}"

@@ -24,6 +24,7 @@ import re
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Any, Final
 
 from replay.redact.detectors import (
@@ -241,7 +242,7 @@ class Redactor:
                     if pairs is None:
                         if new_key is key and new_member is member:
                             continue
-                        pairs = list(item.items())[:index]
+                        pairs = list(islice(item.items(), index))
                     pairs.append((new_key, new_member))
                 return item if pairs is None else dict(pairs)
             return item
